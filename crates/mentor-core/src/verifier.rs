@@ -1,0 +1,46 @@
+//! The `Verifier` trait: a completion in, a reward and evidence out.
+
+use crate::{Task, Verdict};
+
+/// A verifier could not judge (infrastructure failure or misuse), as opposed to judging a
+/// completion wrong, which is a [`Verdict`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifierError {
+    /// The task's domain or harness is not one this verifier handles.
+    #[error("{verifier} cannot verify task `{task_id}`: {reason}")]
+    Unsupported {
+        /// The verifier's name.
+        verifier: &'static str,
+        /// The task.
+        task_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// The verifier's own machinery failed (sandbox could not start, runtime missing, ...).
+    #[error("{verifier} failed: {message}")]
+    Internal {
+        /// The verifier's name.
+        verifier: &'static str,
+        /// What failed, and what to do about it.
+        message: String,
+    },
+}
+
+/// Judges completions of tasks. Implementations must never panic on model output and must
+/// bound their time and memory whatever the completion says.
+///
+/// `verify_batch` is the entry point trainers call; implementations that can use several cores
+/// (rayon, a sandbox pool) override it. Results are in input order.
+pub trait Verifier: Send + Sync {
+    /// A short name for logs (`math`, `code`).
+    fn name(&self) -> &'static str;
+
+    /// Judges one completion.
+    fn verify(&self, task: &Task, completion: &str) -> Result<Verdict, VerifierError>;
+
+    /// Judges many completions, in input order. The default runs them one by one.
+    fn verify_batch(&self, items: &[(&Task, &str)]) -> Vec<Result<Verdict, VerifierError>> {
+        items.iter().map(|(t, c)| self.verify(t, c)).collect()
+    }
+}

@@ -1,0 +1,3 @@
+//! One module per `mentor` subcommand.
+
+pub mod tasks;

@@ -1,0 +1,29 @@
+//! The `mentor` command-line tool and, as later issues land, the training loop that wires
+//! policy, verifiers, mentor and GRPO together.
+//!
+//! This crate orchestrates; it owns no algorithm. Every subcommand is a module under
+//! [`commands`]; the clap definitions live in `cli`. Data goes to stdout, logs and progress
+//! to stderr, and errors end with a `hint:` line when there is something to do about them.
+#![deny(missing_docs)]
+
+mod cli;
+pub mod commands;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Entry point of the `mentor` binary: parses arguments, runs the subcommand, reports errors.
+pub fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let result = match cli.command {
+        cli::Command::Tasks(args) => commands::tasks::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! `cargo xtask`: the project's automation, one subcommand per job.
+//!
+//! - `setup`: prepares the assets (Python runtime component for the code sandbox, the SmolLM2
+//!   GGUF) into the asset directory; idempotent.
+//! - `test`: setup, then every test of the workspace. This is what CI runs.
+//! - `datasets`: installs the public benchmark files with sha256 checks.
+//! - `lint`: `cargo fmt --check` and `cargo clippy --all-targets -D warnings`.
+//!
+//! xtask never links the heavy crates; it shells out to `cargo`, `python3` and `curl`.
+
+mod assets;
+mod datasets;
+mod hashing;
+mod process;
+#[cfg(test)]
+mod tidy;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "MENTOR project automation", arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Prepare the assets (Python runtime component, SmolLM2 GGUF); a no-op when present.
+    Setup,
+    /// Run setup, then every test in the workspace (what CI runs).
+    Test {
+        /// Extra arguments passed to `cargo test` (after `--`).
+        #[arg(last = true)]
+        cargo_args: Vec<String>,
+    },
+    /// Install the public benchmark sets into the data directory, checking sha256.
+    Datasets {
+        /// Copy from this folder (laid out like `shared/datasets`) instead of downloading.
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// Install here instead of `<asset dir>/datasets`.
+        #[arg(long)]
+        to: Option<PathBuf>,
+    },
+    /// Check formatting and clippy lints (`-D warnings`).
+    Lint,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Setup => assets::setup().map(|_| ()),
+        Command::Test { cargo_args } => test(&cargo_args),
+        Command::Datasets { from, to } => datasets::install(from.as_deref(), to.as_deref()),
+        Command::Lint => lint(),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn test(extra: &[String]) -> Result<()> {
+    let dir = assets::setup()?;
+    eprintln!("==> cargo build --workspace --bins (the end-to-end tests run the real binaries)");
+    process::run(process::cargo().args(["build", "--workspace", "--bins"]), "cargo build --bins")?;
+    eprintln!("==> cargo test --workspace");
+    let mut cmd = process::cargo();
+    cmd.args(["test", "--workspace", "--all-targets"])
+        .args(extra)
+        .env(mentor_core::assets::HOME_VAR, dir.root());
+    process::run(&mut cmd, "cargo test --workspace --all-targets")?;
+    eprintln!("==> cargo test --workspace --doc");
+    let mut cmd = process::cargo();
+    cmd.args(["test", "--workspace", "--doc"]).env(mentor_core::assets::HOME_VAR, dir.root());
+    process::run(&mut cmd, "cargo test --workspace --doc")
+}
+
+fn lint() -> Result<()> {
+    process::run(process::cargo().args(["fmt", "--all", "--", "--check"]), "cargo fmt --check")?;
+    process::run(
+        process::cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+        "cargo clippy",
+    )
+}

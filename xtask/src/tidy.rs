@@ -1,0 +1,95 @@
+//! Repository hygiene checks, run as ordinary tests (rust-analyzer's `tidy.rs` pattern).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::process::{cargo, repo_root};
+
+/// DESIGN.md §3: which crates each of ours must never reach, directly or transitively.
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    ("mentor-core", &["candle-core", "wasmtime", "tokio", "hf-hub"]),
+    ("mentor-policy", &["wasmtime"]),
+    ("mentor-grpo", &["wasmtime", "mentor-policy"]),
+    ("mentor-verify-math", &["candle-core", "wasmtime"]),
+    ("mentor-verify-code", &["candle-core"]),
+    ("mentor-agents", &["wasmtime"]),
+    ("xtask", &["candle-core", "wasmtime"]),
+];
+
+fn metadata() -> Value {
+    let out = cargo().args(["metadata", "--format-version", "1", "--offline"]).output().unwrap();
+    assert!(out.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn crates_respect_the_dependency_rules() {
+    let meta = metadata();
+    let names: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut edges: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for node in meta["resolve"]["nodes"].as_array().unwrap() {
+        let deps = node["deps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            // Only normal and build dependencies count: dev-dependencies never ship.
+            .filter(|d| d["dep_kinds"].as_array().unwrap().iter().any(|k| k["kind"].as_str() != Some("dev")))
+            .map(|d| d["pkg"].as_str().unwrap())
+            .collect();
+        edges.insert(node["id"].as_str().unwrap(), deps);
+    }
+    for (krate, forbidden) in FORBIDDEN {
+        let Some((root, _)) = names.iter().find(|(_, n)| *n == krate) else {
+            panic!("{krate} is not in the workspace")
+        };
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![*root];
+        while let Some(id) = stack.pop() {
+            if seen.insert(id) {
+                stack.extend(edges.get(id).into_iter().flatten());
+            }
+        }
+        for id in seen {
+            assert!(!forbidden.contains(&names[id]), "{krate} must not depend on {}", names[id]);
+        }
+    }
+}
+
+#[test]
+fn every_crate_documents_itself_and_has_no_stubs() {
+    let crates = repo_root().join("crates");
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let dir = entry.unwrap().path();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(dir.join("README.md").is_file(), "{name} has no README.md");
+        let lib = dir.join("src/lib.rs");
+        let text = std::fs::read_to_string(&lib).unwrap_or_else(|_| panic!("{name} has no src/lib.rs"));
+        assert!(text.starts_with("//!"), "{name}: lib.rs must open with a //! crate doc");
+        assert!(text.contains("#![deny(missing_docs)]"), "{name}: lib.rs must deny missing docs");
+        for file in rs_files(&dir.join("src")) {
+            let src = std::fs::read_to_string(&file).unwrap();
+            for stub in ["todo!(", "unimplemented!("] {
+                assert!(!src.contains(stub), "{} contains {stub}", file.display());
+            }
+        }
+    }
+}
+
+fn rs_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(rs_files(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out
+}
