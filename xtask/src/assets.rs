@@ -45,7 +45,8 @@ pub fn setup() -> Result<AssetDir> {
         dir.root().display(),
         mentor_core::assets::HOME_VAR
     );
-    let steps: [(&str, fn(&AssetDir) -> Result<bool>); 2] = [
+    type Step = fn(&AssetDir) -> Result<bool>;
+    let steps: [(&str, Step); 2] = [
         ("Python runtime for the code sandbox", python_runtime),
         ("SmolLM2-135M-Instruct GGUF", smollm2_gguf),
     ];

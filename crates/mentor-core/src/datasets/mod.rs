@@ -111,10 +111,11 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>, DatasetError> {
     std::fs::read(path).map_err(|source| DatasetError::Io { path: path.to_path_buf(), source })
 }
 
+/// One parsed record with its 1-based line (or array element) number.
+pub(crate) type Record = (usize, serde_json::Map<String, serde_json::Value>);
+
 /// Splits a JSON Lines file into `(1-based line number, parsed object)`, skipping blank lines.
-pub(crate) fn jsonl_records(
-    path: &Path,
-) -> Result<Vec<(usize, serde_json::Map<String, serde_json::Value>)>, DatasetError> {
+pub(crate) fn jsonl_records(path: &Path) -> Result<Vec<Record>, DatasetError> {
     let bytes = read(path)?;
     let mut out = Vec::new();
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
@@ -130,9 +131,7 @@ pub(crate) fn jsonl_records(
 }
 
 /// Parses a file holding one JSON array of objects into `(1-based element, object)`.
-pub(crate) fn json_array_records(
-    path: &Path,
-) -> Result<Vec<(usize, serde_json::Map<String, serde_json::Value>)>, DatasetError> {
+pub(crate) fn json_array_records(path: &Path) -> Result<Vec<Record>, DatasetError> {
     let bytes = read(path)?;
     let items: Vec<serde_json::Value> = serde_json::from_slice(&bytes).map_err(|e| DatasetError::Syntax {
         path: path.to_path_buf(),
