@@ -1,7 +1,40 @@
-//! The mentor: diagnoser, tutor and guard agents with rules, LLM and in-process backends, plus the static-hint and refinement baselines.
+//! The mentor of MENTOR: three cooperating agents that turn a group of failed attempts into a
+//! targeted, guarded hint for the learner's next on-policy attempt.
 //!
-//! Owns diagnosis and hint writing. Must not depend on wasmtime.
+//! - A [`Diagnoser`] reads the task (with its privileged reference data), the failed attempts
+//!   and their verifier feedback, and returns a [`Diagnosis`](mentor_core::Diagnosis): root
+//!   cause, quoted evidence, the first wrong step when it can be located.
+//! - A [`Tutor`] writes a [`Hint`](mentor_core::Hint) at an escalation level (1 nudge, 2 plan or
+//!   key step, 3 partial worked solution up to the first wrong step).
+//! - A [`Guard`] rejects or redacts hints that leak the final answer in any equivalent form
+//!   (through an injected [`AnswerEquivalence`](mentor_core::AnswerEquivalence), normally the
+//!   math verifier), reproduce the reference code, are empty or too long.
 //!
-//! **Status:** this crate has no public API yet; it is filled by the issue "mentor-agents: the mentor". Nothing in
-//! it pretends to work in the meantime.
+//! [`AgentMentor`] composes them behind the [`mentor_core::Mentor`] trait. Backends: [`rules`]
+//! (default, offline, deterministic) and [`llm`] (any OpenAI-compatible chat endpoint, falling
+//! back to `rules` on any failure). The baselines the paper compares against implement the same
+//! trait: [`StaticHints`] (generic hints, no diagnosis) and [`Refinement`] (the failed answer
+//! and its feedback shown back).
+//!
+//! Hint and role-prompt templates live in files (`prompts/*.toml`), embedded at compile time
+//! and overridable at run time with [`Prompts::load_dir`].
+//!
+//! What this crate does not do: run code, check answers (it asks the injected equivalence), or
+//! sample from the policy.
 #![deny(missing_docs)]
+
+mod agents;
+mod baselines;
+mod error;
+mod guard;
+pub mod llm;
+mod mentor;
+mod prompts;
+pub mod rules;
+
+pub use agents::{Diagnoser, Tutor};
+pub use baselines::{Refinement, StaticHints};
+pub use error::{Error, Result};
+pub use guard::{Guard, GuardConfig, GuardOutcome};
+pub use mentor::AgentMentor;
+pub use prompts::Prompts;

@@ -41,4 +41,4 @@ pub use verdict::{
     AnswerSource, CodeFeedback, CodeOutcome, ExceptionInfo, FailedTest, Feedback, MathFeedback, MathOutcome,
     MathRelation, Verdict,
 };
-pub use verifier::{Verifier, VerifierError};
+pub use verifier::{AnswerEquivalence, Verifier, VerifierError};

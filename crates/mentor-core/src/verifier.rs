@@ -44,3 +44,14 @@ pub trait Verifier: Send + Sync {
         items.iter().map(|(t, c)| self.verify(t, c)).collect()
     }
 }
+
+/// Decides whether a piece of text states the same answer as a gold answer.
+///
+/// The math verifier implements it; the mentor's guard uses it to reject hints that leak the
+/// final answer in any equivalent form (`0.5`, `\frac{1}{2}`, `1/2`, `50\%`), without the
+/// agents crate depending on the verifier crate.
+pub trait AnswerEquivalence: Send + Sync {
+    /// Whether `candidate` denotes the same answer as `gold`. Must be cheap, bounded and
+    /// panic-free on any text.
+    fn equivalent(&self, gold: &str, candidate: &str) -> bool;
+}

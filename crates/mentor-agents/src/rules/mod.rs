@@ -1,0 +1,133 @@
+//! The `rules` backend: deterministic, offline diagnosis and hint writing from verifier
+//! feedback and the task's privileged data. The default backend, and the one CI exercises.
+
+mod code;
+mod math;
+pub(crate) mod numbers;
+
+use mentor_core::{Attempt, Diagnosis, Feedback, Hint, HintLevel, HintSource, Payload, Task};
+use serde::Serialize;
+
+pub use math::{reference_steps, ReferenceStep};
+
+use crate::{Diagnoser, Prompts, Result, Tutor};
+
+/// Rules diagnoser: math by comparing intermediate numbers with the reference steps and
+/// checking written computations; code from the sandbox's per-test feedback.
+#[derive(Debug, Clone, Default)]
+pub struct RulesDiagnoser;
+
+impl Diagnoser for RulesDiagnoser {
+    fn diagnose(&self, task: &Task, attempts: &[Attempt]) -> Result<Diagnosis> {
+        Ok(match &task.payload {
+            Payload::Math(_) => math::diagnose(task, attempts),
+            Payload::Code(_) => code::diagnose(attempts),
+        })
+    }
+}
+
+/// Rules tutor: fills the hint templates of [`Prompts`] with the diagnosis' evidence and the
+/// reference steps. Level 3 shows the reference steps up to and including the first wrong one
+/// (never the last step); without a reference solution it writes the level-2 hint instead.
+#[derive(Debug, Clone, Default)]
+pub struct RulesTutor {
+    prompts: Prompts,
+}
+
+impl RulesTutor {
+    /// A tutor with the given templates.
+    pub fn new(prompts: Prompts) -> Self {
+        Self { prompts }
+    }
+}
+
+#[derive(Serialize, Default)]
+struct HintContext {
+    step_text: Option<String>,
+    step_index: Option<usize>,
+    step_total: Option<usize>,
+    prefix: Option<String>,
+    quote: Option<String>,
+    test: Option<String>,
+    input: Option<String>,
+    expected: Option<String>,
+    actual: Option<String>,
+    exception: Option<String>,
+    line: Option<u32>,
+}
+
+impl Tutor for RulesTutor {
+    fn hint(
+        &self,
+        task: &Task,
+        attempts: &[Attempt],
+        diagnosis: &Diagnosis,
+        level: HintLevel,
+        _previous: &[Hint],
+    ) -> Result<Hint> {
+        let mut ctx = HintContext { quote: diagnosis.evidence.first().map(|e| e.quote.clone()), ..Default::default() };
+        match &task.payload {
+            Payload::Math(_) => {
+                let analysis = math::analyse(task, attempts);
+                let steps = &analysis.steps;
+                // Without a located wrong step, point at the first step.
+                let k = diagnosis.first_wrong_step.or(analysis.first_wrong).unwrap_or(0);
+                if let Some(step) = steps.get(k) {
+                    // The last step states the final answer: never show it.
+                    if k + 1 < steps.len() {
+                        ctx.step_text = Some(step.text.clone());
+                        ctx.step_index = Some(k + 1);
+                        ctx.step_total = Some(steps.len());
+                    }
+                    let shown = (k + 1).min(steps.len().saturating_sub(1));
+                    if shown > 0 {
+                        let prefix: Vec<&str> = steps[..shown].iter().map(|s| s.text.as_str()).collect();
+                        ctx.prefix = Some(prefix.join("\n"));
+                    }
+                }
+            }
+            Payload::Code(c) => {
+                let failing = attempts.iter().find_map(|a| match a.verdict.feedback() {
+                    Feedback::Code(f) => Some(f),
+                    Feedback::Math(_) => None,
+                });
+                if let Some(f) = failing {
+                    if let Some(t) = &f.failed_test {
+                        ctx.test = Some(t.source.clone());
+                        ctx.input = t.input.clone();
+                        ctx.expected = t.expected.clone();
+                        ctx.actual = t.actual.clone();
+                    }
+                    if let Some(e) = &f.exception {
+                        ctx.exception = Some(format!("{}: {}", e.kind, e.message));
+                        ctx.line = e.line;
+                    }
+                }
+                if let Some(reference) = &c.reference_solution {
+                    let lines: Vec<&str> = reference.lines().filter(|l| !l.trim().is_empty()).collect();
+                    let shown = lines.len() / 3;
+                    if shown > 0 {
+                        ctx.prefix = Some(lines[..shown].join("\n"));
+                    }
+                }
+            }
+        }
+        let mut level_no = level.get();
+        if level_no == 3 && ctx.prefix.is_none() {
+            level_no = 2;
+        }
+        let domain = task.domain();
+        let (name, template, used) =
+            self.prompts.hint_template(domain, diagnosis.category, level_no).ok_or_else(|| {
+                crate::Error::Prompts { file: "hints.toml".into(), message: format!("no `{domain}` templates") }
+            })?;
+        let text = self.prompts.render(&name, template, &ctx)?;
+        let used = HintLevel::try_from(used).unwrap_or(HintLevel::NUDGE);
+        Ok(Hint {
+            level: used,
+            text,
+            solution_prefix: if used == HintLevel::PARTIAL_SOLUTION { ctx.prefix } else { None },
+            source: HintSource::Mentor,
+        })
+    }
+}

@@ -1,0 +1,50 @@
+//! Golden tests on real failures, the guard's no-leak property, the baselines, and the `llm`
+//! backend against a local mock endpoint (round trip and failure injection).
+
+mod golden_math;
+mod guard_property;
+mod llm_backend;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mentor_agents::{AgentMentor, Guard, GuardConfig};
+use mentor_core::{AnswerEquivalence, Attempt, Completion, FinishReason, Task};
+
+/// The math verifier as the guard's answer checker.
+pub struct MathEq;
+
+impl AnswerEquivalence for MathEq {
+    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
+        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
+    }
+}
+
+pub fn guard() -> Guard {
+    Guard::new(GuardConfig::default(), Arc::new(MathEq))
+}
+
+pub fn mentor() -> AgentMentor {
+    AgentMentor::rules(guard())
+}
+
+/// Attempts judged by the real math verifier.
+pub fn judged(task: &Task, texts: &[&str], finish: FinishReason) -> Vec<Attempt> {
+    let gold = task.reference_answer().expect("math task");
+    texts
+        .iter()
+        .map(|t| Attempt {
+            completion: Completion { task_id: task.id.clone(), text: t.to_string(), finish_reason: finish },
+            verdict: mentor_verify_math::check(gold, t, &mentor_verify_math::Config::default()),
+        })
+        .collect()
+}
+
+pub fn data_dir() -> PathBuf {
+    if let Ok(d) = std::env::var("MENTOR_DATASETS") {
+        return PathBuf::from(d);
+    }
+    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
+    assert!(shared.is_dir(), "benchmark data not found at {}: set MENTOR_DATASETS", shared.display());
+    shared
+}
