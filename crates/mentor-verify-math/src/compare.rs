@@ -32,6 +32,8 @@ pub(crate) enum Cmp {
 }
 
 const EVAL_BUDGET: usize = 20_000;
+/// Longest list, set or union matched without order (matching is quadratic).
+const MAX_ITEMS: usize = 100;
 
 /// Deterministic pseudo-random generator (splitmix64).
 struct Rng(u64);
@@ -206,6 +208,9 @@ fn ordered(a: &[Node], b: &[Node], cfg: &Config) -> Cmp {
 
 /// Multiset (or set, when `dedup`) equality by greedy matching.
 fn unordered(a: &[Node], b: &[Node], cfg: &Config, dedup: bool) -> Cmp {
+    if a.len() > MAX_ITEMS || b.len() > MAX_ITEMS {
+        return Cmp::TooComplex(format!("a list of more than {MAX_ITEMS} items"));
+    }
     let dd = |v: &[Node]| -> Vec<Node> {
         let mut out: Vec<Node> = Vec::new();
         for x in v {
@@ -369,6 +374,15 @@ fn scalar_eq(g: &Node, p: &Node, cfg: &Config) -> Cmp {
         }
         _ => {}
     }
+    // Both sides use pi or e: compare them as identities in those constants first. Since pi
+    // and e are transcendental, two rational expressions in them are equal exactly when they
+    // are equal as functions, which exact evaluation at rational points decides without any
+    // tolerance. Only used when every evaluation stays exact.
+    if has_constant(g) && has_constant(p) {
+        if let Some(decided) = constants_as_symbols(g, p, cfg) {
+            return decided;
+        }
+    }
     let syms = union_symbols(g, p);
     if syms.is_empty() {
         let empty = HashMap::new();
@@ -403,6 +417,67 @@ fn scalar_eq(g: &Node, p: &Node, cfg: &Config) -> Cmp {
     } else {
         Cmp::NotEqual(None)
     }
+}
+
+fn has_constant(n: &Node) -> bool {
+    let mut found = false;
+    visit(n, &mut |x| found |= matches!(x, Node::Pi | Node::E));
+    found
+}
+
+/// Calls `f` on every node of a scalar expression (depth bounded by the parser).
+fn visit(n: &Node, f: &mut dyn FnMut(&Node)) {
+    f(n);
+    match n {
+        Node::Neg(a) | Node::Recip(a) | Node::Func(_, a) | Node::Fact(a) | Node::Percent(a) => visit(a, f),
+        Node::Pow(a, b) | Node::LogBase(a, b) | Node::Root(a, b) | Node::Binom(a, b) => {
+            visit(a, f);
+            visit(b, f);
+        }
+        Node::Add(v) | Node::Mul(v) => v.iter().for_each(|x| visit(x, f)),
+        _ => {}
+    }
+}
+
+fn substitute_constants(n: &Node) -> Node {
+    let sub = |b: &Node| Box::new(substitute_constants(b));
+    match n {
+        Node::Pi => Node::Sym("\\pi".into()),
+        Node::E => Node::Sym("\\e".into()),
+        Node::Neg(a) => Node::Neg(sub(a)),
+        Node::Recip(a) => Node::Recip(sub(a)),
+        Node::Func(f, a) => Node::Func(*f, sub(a)),
+        Node::Fact(a) => Node::Fact(sub(a)),
+        Node::Percent(a) => Node::Percent(sub(a)),
+        Node::Pow(a, b) => Node::Pow(sub(a), sub(b)),
+        Node::LogBase(a, b) => Node::LogBase(sub(a), sub(b)),
+        Node::Root(a, b) => Node::Root(sub(a), sub(b)),
+        Node::Binom(a, b) => Node::Binom(sub(a), sub(b)),
+        Node::Add(v) => Node::Add(v.iter().map(substitute_constants).collect()),
+        Node::Mul(v) => Node::Mul(v.iter().map(substitute_constants).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Exact comparison with pi and e as unknowns; `None` when some evaluation is inexact.
+fn constants_as_symbols(g: &Node, p: &Node, cfg: &Config) -> Option<Cmp> {
+    let (g2, p2) = (substitute_constants(g), substitute_constants(p));
+    let syms = union_symbols(&g2, &p2);
+    let mut verdict = Cmp::Equal;
+    let mut compared = 0;
+    for pt in sample_points(&syms, cfg.sample_points.max(2)) {
+        match (eval_at(&g2, &pt, cfg), eval_at(&p2, &pt, cfg)) {
+            (Ok(a), Ok(b)) if a.exact_real().is_some() && b.exact_real().is_some() => {
+                compared += 1;
+                if a != b {
+                    verdict = Cmp::NotEqual(None);
+                }
+            }
+            (Err(EvalError::Undefined), Err(EvalError::Undefined)) => {}
+            _ => return None,
+        }
+    }
+    (compared > 0).then_some(verdict)
 }
 
 fn decimals_of(p: &Node) -> Option<u32> {

@@ -33,59 +33,61 @@ const PHRASES: &[&str] = &[
     "the correct answer is",
 ];
 
-/// Finds all `\boxed{..}` / `\fbox{..}` groups: (start, end, content).
-fn boxed_spans(s: &str) -> Vec<(usize, usize, String)> {
+/// Finds all `\\boxed{..}` / `\\fbox{..}` groups as byte ranges (start, end, content start,
+/// content end), in order of their end. One pass with a brace stack: linear in the input
+/// whatever its nesting, and no content is copied.
+fn boxed_spans(s: &str) -> Vec<(usize, usize, usize, usize)> {
     let b = s.as_bytes();
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(rel) = s[from..].find('\\') {
-        let at = from + rel;
-        from = at + 1;
-        let name_len = if s[at..].starts_with("\\boxed") {
-            6
-        } else if s[at..].starts_with("\\fbox") {
-            5
-        } else {
-            continue;
-        };
-        let mut j = at + name_len;
-        while j < b.len() && b[j] == b' ' {
-            j += 1;
-        }
-        if j < b.len() && b[j] == b'{' {
-            let mut depth = 0usize;
-            let mut k = j;
-            let mut end = None;
-            while k < b.len() {
-                match b[k] {
-                    b'\\' => k += 1,
-                    b'{' => depth += 1,
-                    b'}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = Some(k);
-                            break;
-                        }
-                    }
-                    _ => {}
+    // For each open brace: the start of the `\boxed` it opens, if it opens one.
+    let mut stack: Vec<Option<usize>> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => {
+                let name_len = if b[i..].starts_with(b"\\boxed") {
+                    6
+                } else if b[i..].starts_with(b"\\fbox") {
+                    5
+                } else {
+                    // Skip the escaped character (`\{`, `\}`).
+                    i += 2;
+                    continue;
+                };
+                let mut j = i + name_len;
+                while j < b.len() && b[j] == b' ' {
+                    j += 1;
                 }
-                k += 1;
+                if j < b.len() && b[j] == b'{' {
+                    stack.push(Some(i));
+                    i = j + 1;
+                    continue;
+                }
+                if j > i + name_len {
+                    // `\boxed 5`: up to the next space or `$`.
+                    let mut k = j;
+                    while k < b.len() && !matches!(b[k], b' ' | b'$' | b'\n') {
+                        k += 1;
+                    }
+                    if k > j {
+                        out.push((i, k, j, k));
+                    }
+                    i = k.max(i + 1);
+                    continue;
+                }
+                i += name_len;
+                continue;
             }
-            if let Some(e) = end {
-                out.push((at, e + 1, s[j + 1..e].to_string()));
-                from = e + 1;
+            b'{' => stack.push(None),
+            b'}' => {
+                if let Some(Some(start)) = stack.pop() {
+                    let open = start + s[start..].find('{').unwrap_or(0);
+                    out.push((start, i + 1, open + 1, i));
+                }
             }
-        } else if j > at + name_len && j < b.len() {
-            // `\boxed 5`: up to the next space or `$`.
-            let mut k = j;
-            while k < b.len() && !matches!(b[k], b' ' | b'$' | b'\n') {
-                k += 1;
-            }
-            if k > j {
-                out.push((at, k, s[j..k].to_string()));
-                from = k;
-            }
+            _ => {}
         }
+        i += 1;
     }
     out
 }
@@ -110,12 +112,17 @@ fn trivial_gap(gap: &str) -> bool {
 
 fn boxed(s: &str) -> Option<Extracted> {
     let spans = boxed_spans(s);
-    let last = spans.last()?;
-    let mut group = vec![last.2.trim().to_string()];
+    let last = *spans.last()?;
+    let content = |sp: &(usize, usize, usize, usize)| s.get(sp.2..sp.3).unwrap_or("").trim().to_string();
+    let mut group = vec![content(&last)];
     let mut start = last.0;
     for sp in spans.iter().rev().skip(1) {
-        if trivial_gap(&s[sp.1..start]) {
-            group.push(sp.2.trim().to_string());
+        if sp.1 > start {
+            // Nested inside a later box.
+            continue;
+        }
+        if trivial_gap(s.get(sp.1..start).unwrap_or("x")) {
+            group.push(content(sp));
             start = sp.0;
         } else {
             break;
@@ -173,7 +180,7 @@ fn phrase(s: &str) -> Option<Extracted> {
     let rest = s[end..].trim_start_matches([' ', ':', '\t']);
     let rest = rest.trim_start_matches(|c: char| c == ' ');
     // A math span right after the phrase is the answer.
-    if let Some(span) = latex_spans(rest).into_iter().find(|(a, _, _)| *a == 0) {
+    if let Some(span) = span_at_start(rest) {
         return Some(Extracted { text: span.2, source: AnswerSource::AnswerPhrase, count: 1 });
     }
     let text = rest[..sentence_end(rest)].trim();
@@ -189,11 +196,24 @@ fn latex_spans(s: &str) -> Vec<(usize, usize, String)> {
     let b = s.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
+    // Once a closer is not found, no later opener of that kind can close: stop searching
+    // (keeps the scan linear on inputs like a megabyte of `\(`).
+    let (mut no_paren, mut no_brack, mut no_dollar) = (false, false, false);
     while i < b.len() {
         match b[i] {
             b'\\' if i + 1 < b.len() && (b[i + 1] == b'(' || b[i + 1] == b'[') => {
-                let close = if b[i + 1] == b'(' { "\\)" } else { "\\]" };
-                if let Some(rel) = s[i + 2..].find(close) {
+                let paren = b[i + 1] == b'(';
+                let close = if paren { "\\)" } else { "\\]" };
+                let found =
+                    if (paren && no_paren) || (!paren && no_brack) { None } else { s[i + 2..].find(close) };
+                if found.is_none() {
+                    if paren {
+                        no_paren = true;
+                    } else {
+                        no_brack = true;
+                    }
+                }
+                if let Some(rel) = found {
                     let e = i + 2 + rel;
                     out.push((i, e + 2, s[i + 2..e].to_string()));
                     i = e + 2;
@@ -202,6 +222,7 @@ fn latex_spans(s: &str) -> Vec<(usize, usize, String)> {
                 }
             }
             b'\\' => i += 2,
+            b'$' if no_dollar => i += 1,
             b'$' => {
                 let double = b.get(i + 1) == Some(&b'$');
                 let open = if double { 2 } else { 1 };
@@ -230,13 +251,30 @@ fn latex_spans(s: &str) -> Vec<(usize, usize, String)> {
                             i = e + open;
                         }
                     }
-                    None => i += open,
+                    None => {
+                        if !double {
+                            no_dollar = true;
+                        }
+                        i += open;
+                    }
                 }
             }
             _ => i += 1,
         }
     }
     out
+}
+
+/// The math span that `s` starts with, if any (searching a bounded prefix only).
+fn span_at_start(s: &str) -> Option<(usize, usize, String)> {
+    if !(s.starts_with('$') || s.starts_with("\\(") || s.starts_with("\\[")) {
+        return None;
+    }
+    let mut end = s.len().min(4096);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    latex_spans(&s[..end]).into_iter().next().filter(|(a, _, _)| *a == 0)
 }
 
 fn last_number(s: &str) -> Option<Extracted> {
