@@ -140,6 +140,33 @@ impl Node {
     }
 }
 
+/// Displays a node, bracketed unless it is a single symbol, a non-negative literal or a sum
+/// (which brackets itself).
+struct Atom<'a>(&'a Node);
+
+impl fmt::Display for Atom<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            n @ (Node::Num { .. }
+            | Node::Sym(_)
+            | Node::Pi
+            | Node::E
+            | Node::I
+            | Node::Inf
+            | Node::Add(_)) => {
+                let s = n.to_string();
+                if s.contains('/') && !matches!(n, Node::Add(_)) {
+                    write!(f, "({s})")
+                } else {
+                    f.write_str(&s)
+                }
+            }
+            Node::Func(..) | Node::LogBase(..) | Node::Root(..) | Node::Binom(..) => write!(f, "{}", self.0),
+            n => write!(f, "({n})"),
+        }
+    }
+}
+
 fn join(f: &mut fmt::Formatter<'_>, items: &[Node], sep: &str) -> fmt::Result {
     for (k, n) in items.iter().enumerate() {
         if k > 0 {
@@ -159,19 +186,31 @@ impl fmt::Display for Node {
             Node::E => f.write_str("e"),
             Node::I => f.write_str("i"),
             Node::Inf => f.write_str("oo"),
-            Node::Neg(a) => write!(f, "-({a})"),
-            Node::Recip(a) => write!(f, "1/({a})"),
+            Node::Neg(a) => write!(f, "-{}", Atom(a)),
+            Node::Recip(a) => write!(f, "1/{}", Atom(a)),
             Node::Add(v) => {
                 f.write_str("(")?;
-                join(f, v, " + ")?;
+                for (k, t) in v.iter().enumerate() {
+                    match t {
+                        Node::Neg(x) if k > 0 => write!(f, " - {x}")?,
+                        t if k > 0 => write!(f, " + {t}")?,
+                        t => write!(f, "{t}")?,
+                    }
+                }
                 f.write_str(")")
             }
             Node::Mul(v) => {
-                f.write_str("(")?;
-                join(f, v, "*")?;
-                f.write_str(")")
+                for (k, t) in v.iter().enumerate() {
+                    match t {
+                        Node::Recip(x) if k > 0 => write!(f, "/{}", Atom(x))?,
+                        Node::Recip(x) => write!(f, "1/{}", Atom(x))?,
+                        t if k > 0 => write!(f, "*{}", Atom(t))?,
+                        t => write!(f, "{}", Atom(t))?,
+                    }
+                }
+                Ok(())
             }
-            Node::Pow(a, b) => write!(f, "({a})^({b})"),
+            Node::Pow(a, b) => write!(f, "{}^{}", Atom(a), Atom(b)),
             Node::Func(func, a) => write!(f, "{}({a})", func.name()),
             Node::LogBase(b, a) => write!(f, "log_({b})({a})"),
             Node::Root(n, a) => write!(f, "root({n}, {a})"),

@@ -170,7 +170,7 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
             return f;
         }
     };
-    f.parsed = Some(p.to_string());
+    f.parsed = Some(compare::pretty(&p, cfg));
     let result = match (&g, &p) {
         // A text gold against something that parsed as math: compare the words.
         (Node::Text(gt), q) if !matches!(q, Node::Text(_)) => {

@@ -143,11 +143,12 @@ fn compare_norm(g: &Node, p: &Node, cfg: &Config) -> Cmp {
         }
         (g, Node::List(items)) if g.is_scalar() => {
             // Anti-hacking: several candidates for one answer is wrong even if one matches.
-            let distinct = items.iter().skip(1).any(|x| !matches!(scalar_eq(&items[0], x, cfg), Cmp::Equal));
+            let Some(first) = items.first() else { return Cmp::WrongType(g.kind(), p.kind()) };
+            let distinct = items.iter().skip(1).any(|x| !matches!(compare_norm(first, x, cfg), Cmp::Equal));
             if distinct {
                 Cmp::Multiple
             } else {
-                scalar_eq(g, &items[0], cfg)
+                compare_norm(g, first, cfg)
             }
         }
         (g, p) if g.is_scalar() && p.is_scalar() => scalar_eq(g, p, cfg),
@@ -416,6 +417,31 @@ fn scalar_eq(g: &Node, p: &Node, cfg: &Config) -> Cmp {
         Cmp::Equal
     } else {
         Cmp::NotEqual(None)
+    }
+}
+
+/// The canonical text of an answer for feedback: exact values as reduced fractions
+/// (`4\frac{2}{3}` gives `14/3`), containers element by element, the rest as parsed.
+pub(crate) fn pretty(n: &Node, cfg: &Config) -> String {
+    let items = |v: &[Node]| v.iter().map(|x| pretty(x, cfg)).collect::<Vec<_>>().join(", ");
+    match n {
+        Node::Percent(a) => format!("{}%", pretty(a, cfg)),
+        Node::List(v) => items(v),
+        Node::Tuple(v) => format!("({})", items(v)),
+        Node::Set(v) => format!("{{{}}}", items(v)),
+        Node::Interval { lo, hi, lo_closed, hi_closed } => format!(
+            "{}{}, {}{}",
+            if *lo_closed { "[" } else { "(" },
+            pretty(lo, cfg),
+            pretty(hi, cfg),
+            if *hi_closed { "]" } else { ")" }
+        ),
+        s if s.is_scalar() && s.symbols().is_empty() => match eval_at(s, &HashMap::new(), cfg) {
+            Ok(Val::Exact(a, b)) if b.is_zero() => a.to_string(),
+            Ok(Val::Exact(a, b)) => format!("{a} + {b}*i"),
+            _ => s.to_string(),
+        },
+        other => other.to_string(),
     }
 }
 

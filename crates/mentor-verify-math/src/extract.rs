@@ -178,7 +178,6 @@ fn phrase(s: &str) -> Option<Extracted> {
     }
     let (_, end) = best?;
     let rest = s[end..].trim_start_matches([' ', ':', '\t']);
-    let rest = rest.trim_start_matches(|c: char| c == ' ');
     // A math span right after the phrase is the answer.
     if let Some(span) = span_at_start(rest) {
         return Some(Extracted { text: span.2, source: AnswerSource::AnswerPhrase, count: 1 });
@@ -311,8 +310,20 @@ fn whole_text(s: &str, cfg: &Config) -> Option<Extracted> {
     if t.is_empty() || t.len() > 120 || t.contains('\n') {
         return None;
     }
+    // Prose around a math span: the span is the answer, not the whole text.
+    if let Some(sp) = latex_spans(t).first() {
+        if sp.0 != 0 || sp.1 != t.len() {
+            return None;
+        }
+    }
     match crate::parser::parse(t, cfg.max_depth, cfg.max_answer_bytes) {
-        Ok(p) if !p.words_before_math => {
+        // Prose with a letter in it ("I am not sure") is not an answer; units after a number are.
+        Ok(p)
+            if !p.words_before_math
+                && (matches!(&p.node, crate::ast::Node::Text(w) if w.split(' ').count() <= 3)
+                    || !p.has_words
+                    || t.bytes().any(|b| b.is_ascii_digit())) =>
+        {
             Some(Extracted { text: t.to_string(), source: AnswerSource::WholeText, count: 1 })
         }
         _ => None,

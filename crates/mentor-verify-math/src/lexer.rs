@@ -159,6 +159,12 @@ pub(crate) enum LexError {
     Unknown(String),
 }
 
+/// Two-letter English words that are prose, not a product of two variables.
+const ENGLISH_2: &[&str] = &[
+    "is", "am", "an", "at", "to", "of", "it", "be", "we", "as", "so", "if", "on", "by", "my", "no", "do",
+    "he", "me", "us",
+];
+
 const UNIT_WORDS_2: &[&str] = &[
     "cm", "mm", "km", "ft", "in", "yd", "kg", "lb", "oz", "mi", "hr", "ml", "mg", "kw", "mb", "gb", "pm",
     "am",
@@ -518,7 +524,10 @@ impl Lexer<'_> {
             "and" | "or" => return self.out.push(Tok::Comma),
             _ => {}
         }
-        if word.len() >= 3 || (word.len() == 2 && UNIT_WORDS_2.contains(&lower.as_str())) {
+        if word.len() >= 3
+            || (word.len() == 2
+                && (UNIT_WORDS_2.contains(&lower.as_str()) || ENGLISH_2.contains(&lower.as_str())))
+        {
             return self.push_word(word);
         }
         for ch in word.chars() {

@@ -28,6 +28,8 @@ pub(crate) struct Parsed {
     pub(crate) node: Node,
     /// Words (prose, units) appeared before some math: plain prose, not an answer.
     pub(crate) words_before_math: bool,
+    /// Words appeared anywhere (a text answer, units).
+    pub(crate) has_words: bool,
 }
 
 struct Parser {
@@ -54,7 +56,11 @@ pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parse
             .filter_map(|t| if let Tok::Word(w) = t { Some(w.as_str()) } else { None })
             .collect::<Vec<_>>()
             .join(" ");
-        return Ok(Parsed { node: Node::Text(normalise_text(&text)), words_before_math: false });
+        return Ok(Parsed {
+            node: Node::Text(normalise_text(&text)),
+            words_before_math: false,
+            has_words: true,
+        });
     }
     let mut words_before_math = false;
     let mut seen_word = false;
@@ -77,7 +83,7 @@ pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parse
         return Err(ParseError::Syntax(format!("unexpected {:?}", p.toks[p.pos])));
     }
     let _ = p.seen_math;
-    Ok(Parsed { node, words_before_math: p.words_before_math })
+    Ok(Parsed { node, words_before_math: p.words_before_math, has_words: seen_word })
 }
 
 /// Lower-cases and squeezes a text answer.
@@ -631,9 +637,10 @@ mod tests {
 
     #[test]
     fn basic_shapes() {
-        assert_eq!(p("\\frac{1}{2}"), "(1*1/(2))");
-        assert_eq!(p("2\\frac{1}{2}"), "(2 + (1*1/(2)))");
-        assert_eq!(p("-1\\frac12"), "-((1 + (1*1/(2))))");
+        assert_eq!(p("\\frac{1}{2}"), "1/2");
+        assert_eq!(p("2\\frac{1}{2}"), "(2 + 1/2)");
+        assert_eq!(p("-1\\frac12"), "-(1 + 1/2)");
+        assert_eq!(p("x^2 - 3x"), "(x^2 - 3*x)");
         assert_eq!(p("(1, 7]"), "(1, 7]");
         assert_eq!(p("(1,2)"), "(1, 2)");
         assert_eq!(p("\\{1,2\\}"), "{1, 2}");
