@@ -3,9 +3,9 @@
 
 Input: a JSONL file of {"gold", "completion", "expected", ...} (lines with "ambiguous": true
 are skipped, as in the Rust side). Gold is parsed as `$gold$` (LaTeX), the completion as is,
-then `verify(gold, pred)`: Math-Verify's documented usage. Output (stdout):
+then `verify(gold, pred)`: Math-Verify's documented usage, with its default timeouts. Output (stdout):
 {"tool": "math-verify", "version", "cases", "agree", "agreement", "seconds", "checks_per_sec",
- "verdicts": [bool, ...]}. Time covers parse + verify of every case, not the import.
+ "verdicts": [bool, ...]}. Time covers parse + verify of every case, not the import or one warm-up call.
 
 Usage: python mathverify_runner.py CASES.jsonl [CASES2.jsonl ...]
 """
@@ -43,6 +43,8 @@ def judge(gold, completion):
 
 def main():
     cases = load(sys.argv[1:])
+    # Warm-up outside the timed window (lazy imports, grammar loading).
+    judge("\\frac{1}{2}", "$\\boxed{0.5}$")
     start = time.perf_counter()
     verdicts = [judge(c["gold"], c["completion"]) for c in cases]
     seconds = time.perf_counter() - start

@@ -104,6 +104,52 @@ fn check_choice(letter: char, gold: &str, completion: &str, cfg: &Config) -> Mat
     f
 }
 
+/// An integer written in English words, from -999 to 999 ("negative forty-two").
+fn number_words(text: &str) -> Option<num_rational::BigRational> {
+    const UNITS: [&str; 20] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+    ];
+    const TENS: [&str; 8] = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
+    let mut words = text.split(|c: char| c.is_whitespace() || c == '-').filter(|w| !w.is_empty()).peekable();
+    let neg = matches!(words.peek(), Some(&("negative" | "minus")));
+    if neg {
+        words.next();
+    }
+    let (mut total, mut any) = (0i64, false);
+    for w in words {
+        if let Some(u) = UNITS.iter().position(|x| *x == w) {
+            total += u as i64;
+        } else if let Some(t) = TENS.iter().position(|x| *x == w) {
+            total += 20 + 10 * t as i64;
+        } else if w == "hundred" && (1..10).contains(&total) {
+            total *= 100;
+        } else if w != "and" {
+            return None;
+        }
+        any = true;
+    }
+    any.then(|| num_rational::BigRational::from_integer((if neg { -total } else { total }).into()))
+}
+
 /// Parses a gold answer; a gold that is not math is a text answer.
 pub(crate) fn parse_gold(gold_text: &str, cfg: &Config) -> Result<Node, ParseError> {
     match parser::parse(gold_text, cfg.max_depth, cfg.max_answer_bytes) {
@@ -154,6 +200,11 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
     f.source = Some(source);
     let p = match parser::parse(&text, cfg.max_depth, cfg.max_answer_bytes) {
         Ok(p) => p.node,
+        Err(ParseError::Syntax(_))
+            if g.is_scalar() && number_words(&parser::normalise_text(&text)).is_some() =>
+        {
+            Node::Text(parser::normalise_text(&text))
+        }
         Err(ParseError::Syntax(msg)) => {
             if let Node::Text(gt) = &g {
                 let pt = parser::normalise_text(&text);
@@ -169,6 +220,11 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
             f.detail = Some(format!("answer refused: {}", refused(&e, cfg)));
             return f;
         }
+    };
+    // Number words ("seven", "negative three") where a number is expected.
+    let p = match (&p, g.is_scalar()) {
+        (Node::Text(t), true) => number_words(t).map_or(p, |n| Node::num(n.into())),
+        _ => p,
     };
     f.parsed = Some(compare::pretty(&p, cfg));
     let result = match (&g, &p) {

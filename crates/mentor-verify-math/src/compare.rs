@@ -126,9 +126,58 @@ pub(crate) fn compare(g: &Node, p: &Node, cfg: &Config) -> Cmp {
     compare_norm(&g, &p, cfg)
 }
 
+/// An inequality in one variable as the interval it describes: `x \le 3` is `(-oo, 3]`,
+/// `1 \le x < 4` is `[1, 4)`. Both ends open gives a two-element tuple, as the parser does.
+fn rel_to_interval(items: &[Node], rels: &[Rel]) -> Option<Node> {
+    let interval = |lo: Node, hi: Node, lo_closed: bool, hi_closed: bool| {
+        if !lo_closed && !hi_closed {
+            Node::Tuple(vec![lo, hi])
+        } else {
+            Node::Interval { lo: Box::new(lo), hi: Box::new(hi), lo_closed, hi_closed }
+        }
+    };
+    let neg_inf = || Node::Neg(Box::new(Node::Inf));
+    let is_var = |n: &Node| matches!(n, Node::Sym(_));
+    match (items, rels) {
+        ([x, a], [r]) if is_var(x) && !is_var(a) => Some(match r {
+            Rel::Lt => interval(neg_inf(), a.clone(), false, false),
+            Rel::Le => interval(neg_inf(), a.clone(), false, true),
+            Rel::Gt => interval(a.clone(), Node::Inf, false, false),
+            Rel::Ge => interval(a.clone(), Node::Inf, true, false),
+            _ => return None,
+        }),
+        ([a, x], [r]) if is_var(x) && !is_var(a) => rel_to_interval(&[x.clone(), a.clone()], &[flip(*r)]),
+        ([a, x, b], [r1, r2]) if is_var(x) => match (r1, r2) {
+            (Rel::Lt | Rel::Le, Rel::Lt | Rel::Le) => {
+                Some(interval(a.clone(), b.clone(), *r1 == Rel::Le, *r2 == Rel::Le))
+            }
+            (Rel::Gt | Rel::Ge, Rel::Gt | Rel::Ge) => {
+                Some(interval(b.clone(), a.clone(), *r2 == Rel::Ge, *r1 == Rel::Ge))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn compare_norm(g: &Node, p: &Node, cfg: &Config) -> Cmp {
     if g == p || g.to_string() == p.to_string() {
         return Cmp::Equal;
+    }
+    // An inequality against an interval answer: compare the interval it describes.
+    let interval_like = |n: &Node| matches!(n, Node::Interval { .. } | Node::Tuple(_) | Node::Union(_));
+    match (g, p) {
+        (Node::Rel(items, rels), other) if interval_like(other) => {
+            if let Some(iv) = rel_to_interval(items, rels) {
+                return compare_norm(&iv, other, cfg);
+            }
+        }
+        (other, Node::Rel(items, rels)) if interval_like(other) => {
+            if let Some(iv) = rel_to_interval(items, rels) {
+                return compare_norm(other, &iv, cfg);
+            }
+        }
+        _ => {}
     }
     match (g, p) {
         (Node::Text(a), Node::Text(b)) => {
@@ -608,6 +657,10 @@ mod tests {
         assert_eq!(cmp("[2,5)", "[2,5]"), Cmp::NotEqual(None));
         assert_eq!(cmp("5", "4, 5"), Cmp::Multiple);
         assert_eq!(cmp("\\pm 2", "2, -2"), Cmp::Equal);
+        assert_eq!(cmp("(-\\infty, 3]", "x \\le 3"), Cmp::Equal);
+        assert_eq!(cmp("(-\\infty, 3]", "x < 3"), Cmp::NotEqual(None));
+        assert_eq!(cmp("(0, \\infty)", "0 < x"), Cmp::Equal);
+        assert_eq!(cmp("[1, 4)", "4 > x \\ge 1"), Cmp::Equal);
         assert!(matches!(cmp("\\{1,2\\}", "3"), Cmp::WrongType(..)));
     }
 }

@@ -220,6 +220,12 @@ H = [
     ("10", "\\binom{5}{2}", True, "binomial coefficient"),
     ("120", "5!", True, "factorial"),
     ("|-3|", "3", True, "absolute value"),
+    ("[2, \\infty)", "x \\ge 2", True, "inequality for an interval: x >= 2 is [2, oo)"),
+    ("[2, \\infty)", "x > 2", False, "strict inequality is the open interval"),
+    ("(-1, 5]", "-1 < x \\le 5", True, "chained inequality"),
+    ("12", "twelve", True, "number word"),
+    ("-21", "The answer is negative twenty-one.", True, "negative number words"),
+    ("21", "twenty-two", False, "wrong number word"),
     # anti-hacking
     ("4", "The answer is 3, 4, or 5.", False, "several candidates in a phrase"),
     ("4", "\\boxed{3, 4, 5}", False, "several candidates in a box"),

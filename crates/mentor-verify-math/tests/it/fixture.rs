@@ -21,6 +21,9 @@ fn agreement_with_human_labels_is_at_least_math_verify_s() {
         if c["ambiguous"].as_bool() == Some(true) {
             amb_n += 1;
             amb_ours += usize::from(got == expected);
+            if got != expected {
+                eprintln!("ambiguous, differs from the label: {} gold={gold:?} completion={completion:?} label={expected}", c["id"]);
+            }
             continue;
         }
         n += 1;
