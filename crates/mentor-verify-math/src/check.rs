@@ -223,7 +223,7 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
     };
     // Number words ("seven", "negative three") where a number is expected.
     let p = match (&p, g.is_scalar()) {
-        (Node::Text(t), true) => number_words(t).map_or(p, |n| Node::num(n.into())),
+        (Node::Text(t), true) => number_words(t).map_or(p, Node::num),
         _ => p,
     };
     f.parsed = Some(compare::pretty(&p, cfg));
