@@ -276,3 +276,65 @@ pub(crate) fn equivalent(a: &str, b: &str, cfg: &Config) -> bool {
     };
     matches!(compare::compare(&na, &nb, cfg), Cmp::Equal)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mentor_core::MathRelation;
+
+    fn fb(gold: &str, completion: &str) -> MathFeedback {
+        check_feedback(gold, completion, &Config::default())
+    }
+
+    #[test]
+    fn outcomes_and_evidence() {
+        let f = fb("\\frac{14}{3}", "so \\boxed{4\\frac{2}{3}}");
+        assert_eq!(f.outcome, MathOutcome::Correct);
+        assert_eq!(
+            (f.extracted.as_deref(), f.source, f.parsed.as_deref()),
+            (Some("4\\frac{2}{3}"), Some(AnswerSource::Boxed), Some("14/3"))
+        );
+        let f = fb("42", "I have no idea.");
+        assert_eq!((f.outcome, f.extracted), (MathOutcome::NoAnswer, None));
+        let f = fb("42", "\\boxed{\\frac{1}{\\unknowncmd}}");
+        assert_eq!(f.outcome, MathOutcome::Unparseable);
+        assert!(f.detail.as_deref().is_some_and(|d| d.contains("unknowncmd")), "{f:?}");
+        let f = fb("\\{1, 2\\}", "\\boxed{2}");
+        assert_eq!(f.outcome, MathOutcome::WrongType);
+        let f = fb("5", "\\boxed{4} or \\boxed{5}");
+        assert_eq!(f.outcome, MathOutcome::MultipleAnswers);
+    }
+
+    #[test]
+    fn relations_for_wrong_numbers() {
+        let rel = |g: &str, c: &str| fb(g, c).relation;
+        assert_eq!(rel("12", "\\boxed{-12}"), Some(MathRelation::SignFlipped));
+        assert_eq!(rel("0.4", "\\boxed{40}"), Some(MathRelation::PowerOfTen { exponent: 2 }));
+        assert_eq!(rel("40\\%", "\\boxed{4000}"), Some(MathRelation::Percentage));
+        assert_eq!(rel("\\frac{2}{3}", "\\boxed{0.67}"), Some(MathRelation::Rounded { decimals: 2 }));
+        assert_eq!(rel("\\frac{2}{3}", "\\boxed{\\frac{3}{2}}"), Some(MathRelation::Reciprocal));
+        assert_eq!(rel("12", "\\boxed{13}"), None);
+    }
+
+    #[test]
+    fn choices_text_and_number_words() {
+        assert_eq!(fb("\\text{(B)}", "The answer is (B).").outcome, MathOutcome::Correct);
+        assert_eq!(fb("B", "A looks right, but it is D.").outcome, MathOutcome::WrongValue);
+        assert_eq!(fb("B", "\\boxed{B, C}").outcome, MathOutcome::MultipleAnswers);
+        assert_eq!(
+            fb("\\text{even}", "so the function is $\\boxed{\\text{even}}$").outcome,
+            MathOutcome::Correct
+        );
+        assert_eq!(fb("\\text{even}", "\\boxed{\\text{odd}}").outcome, MathOutcome::WrongValue);
+        assert_eq!(fb("-3", "The answer is negative three.").outcome, MathOutcome::Correct);
+    }
+
+    #[test]
+    fn equivalence_is_answer_level() {
+        let cfg = Config::default();
+        assert!(equivalent("\\boxed{\\frac12}", "0.5", &cfg));
+        assert!(equivalent("#### 1,000", "1000", &cfg));
+        assert!(!equivalent("5", "4, 5", &cfg));
+        assert!(!equivalent("5", "\\frac{", &cfg));
+    }
+}

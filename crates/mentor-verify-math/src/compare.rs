@@ -409,7 +409,13 @@ fn scalar_eq(g: &Node, p: &Node, cfg: &Config) -> Cmp {
     match (g, p) {
         (Node::Percent(a), Node::Percent(b)) => return scalar_eq(a, b, cfg),
         (Node::Percent(a), other) | (other, Node::Percent(a)) => {
-            let direct = scalar_eq(a, other, cfg);
+            let direct = match scalar_eq(a, other, cfg) {
+                // Off by exactly 100 next to a percent sign: read as a percentage or not.
+                Cmp::NotEqual(Some(MathRelation::PowerOfTen { exponent: 2 | -2 })) => {
+                    Cmp::NotEqual(Some(MathRelation::Percentage))
+                }
+                d => d,
+            };
             if direct == Cmp::Equal || !cfg.percent_as_fraction {
                 return direct;
             }
