@@ -301,6 +301,8 @@ impl Lexer<'_> {
                 b' ' | b'\t' | b'\n' | b'\r' | b'~' | b'$' => self.i += 1,
                 b'0'..=b'9' => self.number()?,
                 b'.' if matches!(self.peek_at(1), Some(b'0'..=b'9')) => self.number()?,
+                // A period that does not start a decimal is punctuation (`\boxed{104.}`).
+                b'.' => self.i += 1,
                 b'a'..=b'z' | b'A'..=b'Z' => self.letters(),
                 b'\\' => self.command()?,
                 b'{' => {

@@ -2,6 +2,7 @@
 //! resource bounds, and properties.
 
 mod cases;
+mod datasets;
 mod fixture;
 mod props;
 mod safety;
