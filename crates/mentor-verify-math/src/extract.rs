@@ -134,13 +134,39 @@ fn boxed(s: &str) -> Option<Extracted> {
     Some(Extracted { text: group.join(", "), source: AnswerSource::Boxed, count })
 }
 
-fn hashes(s: &str) -> Option<Extracted> {
-    let at = s.rfind("####")?;
-    let rest = s[at + 4..].lines().next().unwrap_or("").trim();
-    if rest.is_empty() {
-        return None;
+/// Whether a line reads as prose (a word of four or more letters that is not a LaTeX command).
+fn prose_like(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut run = 0;
+    let mut command = false;
+    for (k, &c) in b.iter().enumerate() {
+        if c.is_ascii_alphabetic() {
+            if run == 0 {
+                command = k > 0 && b[k - 1] == b'\\';
+            }
+            run += 1;
+            if run >= 4 && !command {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
     }
-    Some(Extracted { text: rest.to_string(), source: AnswerSource::Hashes, count: 1 })
+    false
+}
+
+/// The last GSM8K `#### x` line; markdown headings (`#### Step 2: add`) are not answers.
+fn hashes(s: &str) -> Option<Extracted> {
+    let mut end = s.len();
+    while let Some(at) = s[..end].rfind("####") {
+        end = at;
+        let rest = s[at + 4..].lines().next().unwrap_or("").trim().trim_start_matches('#').trim();
+        if rest.is_empty() || rest.starts_with(|c: char| c.is_alphabetic()) || prose_like(rest) {
+            continue;
+        }
+        return Some(Extracted { text: rest.to_string(), source: AnswerSource::Hashes, count: 1 });
+    }
+    None
 }
 
 /// The end of a sentence-like answer after a phrase: newline, `. `, `, `, `;`, ` I hope`.
@@ -177,12 +203,13 @@ fn phrase(s: &str) -> Option<Extracted> {
         }
     }
     let (_, end) = best?;
-    let rest = s[end..].trim_start_matches([' ', ':', '\t']);
+    // Markdown emphasis around the phrase or the answer: `**Final Answer:** 42`, `is **42**.`
+    let rest = s[end..].trim_start_matches([' ', ':', '\t', '*', '_']);
     // A math span right after the phrase is the answer.
     if let Some(span) = span_at_start(rest) {
         return Some(Extracted { text: span.2, source: AnswerSource::AnswerPhrase, count: 1 });
     }
-    let text = rest[..sentence_end(rest)].trim();
+    let text = rest[..sentence_end(rest)].trim().trim_matches(['*', '_']).trim();
     if text.is_empty() || text.len() > 200 {
         return None;
     }
@@ -388,6 +415,8 @@ mod tests {
     #[test]
     fn other_sources() {
         assert_eq!(ex("blah\n#### 1,234").unwrap(), ("1,234".into(), AnswerSource::Hashes, 1));
+        assert_eq!(ex("#### Step 1: add\n3 + 4 = 7\n#### 7\n#### Check the result").unwrap().0, "7");
+        assert_eq!(ex("#### Step 2\nThe answer is 9.").unwrap().1, AnswerSource::AnswerPhrase);
         assert_eq!(ex("The answer is 42, which is 6 times 7.").unwrap().0, "42");
         assert_eq!(ex("Final Answer: The final answer is $42$. I hope it is correct.").unwrap().0, "42");
         assert_eq!(ex("We need 3 boxes of 6, so 18.").unwrap(), ("18".into(), AnswerSource::LastNumber, 1));
