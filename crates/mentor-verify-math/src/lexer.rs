@@ -601,7 +601,8 @@ impl Lexer<'_> {
             "lt" => Tok::Rel(Rel::Lt),
             "gt" => Tok::Rel(Rel::Gt),
             "ne" | "neq" => Tok::Rel(Rel::Ne),
-            "approx" | "equiv" => Tok::Rel(Rel::Eq),
+            // `x \in [2, 5)` reads like `x = [2, 5)`: the answer is the right-hand side.
+            "approx" | "equiv" | "in" => Tok::Rel(Rel::Eq),
             "cup" => Tok::Cup,
             "lbrace" => Tok::LSet,
             "rbrace" => Tok::RSet,
@@ -648,7 +649,7 @@ impl Lexer<'_> {
                 }
             }
             "percent" => Tok::Percent,
-            "cap" | "setminus" | "in" | "notin" | "subset" | "forall" | "exists" | "to" | "rightarrow"
+            "cap" | "setminus" | "notin" | "subset" | "forall" | "exists" | "to" | "rightarrow"
             | "Rightarrow" | "implies" | "iff" | "dots" | "ldots" | "cdots" | "overline" | "hat" | "vec"
             | "angle" | "triangle" | "perp" | "parallel" | "int" | "sum" | "prod" | "lim" | "partial" => {
                 return Err(LexError::Unknown(format!("\\{name}")));

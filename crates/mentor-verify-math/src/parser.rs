@@ -72,7 +72,7 @@ pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parse
             _ => {}
         }
     }
-    let toks: Vec<Tok> = toks.into_iter().filter(|t| !matches!(t, Tok::Word(_))).collect();
+    let toks = drop_words(toks);
     let toks = trim_trailing(toks);
     if toks.is_empty() {
         return Err(ParseError::Syntax("empty answer".into()));
@@ -84,6 +84,38 @@ pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parse
     }
     let _ = p.seen_math;
     Ok(Parsed { node, words_before_math: p.words_before_math, has_words: seen_word })
+}
+
+/// Removes words (prose, units) and the exponent of a unit (`\text{ cm}^2`).
+fn drop_words(toks: Vec<Tok>) -> Vec<Tok> {
+    let mut out = Vec::with_capacity(toks.len());
+    let mut it = toks.into_iter().peekable();
+    while let Some(t) = it.next() {
+        if !matches!(t, Tok::Word(_)) {
+            out.push(t);
+            continue;
+        }
+        if it.peek() == Some(&Tok::Caret) {
+            it.next();
+            match it.next() {
+                Some(Tok::LBrace) => {
+                    let mut depth = 1usize;
+                    for t in it.by_ref() {
+                        match t {
+                            Tok::LBrace => depth += 1,
+                            Tok::RBrace => depth -= 1,
+                            _ => {}
+                        }
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                }
+                Some(_) | None => {}
+            }
+        }
+    }
+    out
 }
 
 /// Lower-cases and squeezes a text answer.
@@ -648,6 +680,9 @@ mod tests {
         assert_eq!(p("1 \\pm \\sqrt{19}"), "1 +- sqrt(19)");
         assert_eq!(p("\\text{even}"), "\"even\"");
         assert_eq!(p("52_8"), "42");
+        assert_eq!(p("5\\text{ cm}^2"), "5");
+        assert_eq!(p("5\\text{ cm}^{3} + 1"), "(5 + 1)");
+        assert_eq!(p("x \\in [2, 5)"), "x = [2, 5)");
         assert_eq!(p("1011_{2}"), "11");
         assert_eq!(p("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}"), "[1, 2; 3, 4]");
     }
