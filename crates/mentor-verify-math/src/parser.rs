@@ -97,21 +97,18 @@ fn drop_words(toks: Vec<Tok>) -> Vec<Tok> {
         }
         if it.peek() == Some(&Tok::Caret) {
             it.next();
-            match it.next() {
-                Some(Tok::LBrace) => {
-                    let mut depth = 1usize;
-                    for t in it.by_ref() {
-                        match t {
-                            Tok::LBrace => depth += 1,
-                            Tok::RBrace => depth -= 1,
-                            _ => {}
-                        }
-                        if depth == 0 {
-                            break;
-                        }
+            if it.next() == Some(Tok::LBrace) {
+                let mut depth = 1usize;
+                for t in it.by_ref() {
+                    match t {
+                        Tok::LBrace => depth += 1,
+                        Tok::RBrace => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        break;
                     }
                 }
-                Some(_) | None => {}
             }
         }
     }
