@@ -327,6 +327,15 @@ fn last_number(s: &str) -> Option<Extracted> {
     if start > 0 && b[start - 1] == b'-' {
         start -= 1;
     }
+    // A percent sign right after the number belongs to it (`50%`, `50\%`).
+    let after = &s[end..];
+    let end = if after.starts_with('%') {
+        end + 1
+    } else if after.starts_with("\\%") {
+        end + 2
+    } else {
+        end
+    };
     let text = &s[start..end];
     Some(Extracted { text: text.to_string(), source: AnswerSource::LastNumber, count: 1 })
 }
@@ -421,6 +430,7 @@ mod tests {
         assert_eq!(ex("Final Answer: The final answer is $42$. I hope it is correct.").unwrap().0, "42");
         assert_eq!(ex("We need 3 boxes of 6, so 18.").unwrap(), ("18".into(), AnswerSource::LastNumber, 1));
         assert_eq!(ex("She pays $18 - $3 = $15 in total.").unwrap().0, "15");
+        assert_eq!(ex("The probability is about 50% here.").unwrap().0, "50%");
         assert_eq!(ex("x = 12").unwrap(), ("x = 12".into(), AnswerSource::WholeText, 1));
         assert_eq!(ex("so we get \\(\\frac{1}{2}\\) in the end").unwrap().1, AnswerSource::LatexDelimiters);
         assert_eq!(ex("I don't know."), None);

@@ -118,6 +118,7 @@ H = [
     ("7", "the value is \\[7\\]", True, "\\[ \\] span"),
     ("7", "We have 3 and 4 making 7", True, "last number fallback"),
     ("7", "**Final Answer:** 7", True, "markdown bold phrase"),
+    ("\\frac{1}{2}", "The chance of that is 50% overall.", True, "last number keeps its percent sign: 50% = 1/2"),
     ("7", "So the answer is **7**.", True, "markdown bold answer"),
     ("7", "The answer is: 7", True, "colon after the phrase"),
     ("B", "The answer is (B) 12.", True, "choice letter with its value"),

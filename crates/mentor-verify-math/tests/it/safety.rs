@@ -2,7 +2,7 @@
 //! panic, a stack overflow or a hang. No timing is asserted; the test finishing is the check.
 
 use mentor_core::{Feedback, MathFeedback, MathOutcome};
-use mentor_verify_math::{check, check_feedback, equivalent, extract, Config};
+use mentor_verify_math::{check, check_batch, check_feedback, equivalent, extract, Config};
 
 fn outcome(gold: &str, completion: &str) -> MathOutcome {
     check_feedback(gold, completion, &Config::default()).outcome
@@ -78,4 +78,21 @@ fn results_are_deterministic() {
     for _ in 0..5 {
         assert_eq!(check("x^3 - 3x^2 + 3x - 1", "\\boxed{(x-1)^3}", &cfg), a);
     }
+}
+
+#[test]
+fn batch_results_equal_one_by_one_results_in_order() {
+    let text = std::fs::read_to_string(crate::data("cases.jsonl")).expect("case table present");
+    let cases: Vec<(String, String)> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("valid case line");
+            (v["gold"].as_str().unwrap_or("").to_string(), v["completion"].as_str().unwrap_or("").to_string())
+        })
+        .collect();
+    let pairs: Vec<(&str, &str)> = cases.iter().map(|(g, c)| (g.as_str(), c.as_str())).collect();
+    let cfg = Config::default();
+    let one_by_one: Vec<_> = pairs.iter().map(|(g, c)| check(g, c, &cfg)).collect();
+    assert_eq!(check_batch(&pairs, &cfg), one_by_one);
 }
