@@ -459,7 +459,7 @@ fn scalar_eq(g: &Node, p: &Node, cfg: &Config) -> Cmp {
         match (eval_at(g, &pt, cfg), eval_at(p, &pt, cfg)) {
             (Ok(a), Ok(b)) => {
                 if !eval::values_equal(&a, &b, cfg.rel_tolerance) {
-                    return Cmp::NotEqual(None);
+                    return Cmp::NotEqual(symbolic_sign_flip(g, p, &syms, cfg));
                 }
                 compared += 1;
             }
@@ -561,6 +561,27 @@ fn constants_as_symbols(g: &Node, p: &Node, cfg: &Config) -> Option<Cmp> {
     (compared > 0).then_some(verdict)
 }
 
+/// `p = -g` as functions (`6 - 3x` for `3x - 6`), checked at the sample points.
+fn symbolic_sign_flip(g: &Node, p: &Node, syms: &[String], cfg: &Config) -> Option<MathRelation> {
+    let mut compared = 0;
+    for pt in sample_points(syms, cfg.sample_points.max(2)) {
+        match (eval_at(g, &pt, cfg), eval_at(p, &pt, cfg)) {
+            (Ok(a), Ok(b)) => {
+                let zero = Val::real(BigRational::zero());
+                if eval::values_equal(&a, &zero, cfg.rel_tolerance)
+                    || !eval::values_equal(&eval::neg(&a), &b, cfg.rel_tolerance)
+                {
+                    return None;
+                }
+                compared += 1;
+            }
+            (Err(EvalError::Undefined), Err(EvalError::Undefined)) => {}
+            _ => return None,
+        }
+    }
+    (compared > 0).then_some(MathRelation::SignFlipped)
+}
+
 fn decimals_of(p: &Node) -> Option<u32> {
     match p {
         Node::Num { decimals, .. } if *decimals != u32::MAX => Some(*decimals),
@@ -650,6 +671,8 @@ mod tests {
     #[test]
     fn relations_are_reported() {
         assert_eq!(cmp("5", "-5"), Cmp::NotEqual(Some(MathRelation::SignFlipped)));
+        assert_eq!(cmp("3x - 6", "6 - 3x"), Cmp::NotEqual(Some(MathRelation::SignFlipped)));
+        assert_eq!(cmp("3x - 6", "6 - 2x"), Cmp::NotEqual(None));
         assert_eq!(cmp("3600", "360"), Cmp::NotEqual(Some(MathRelation::PowerOfTen { exponent: -1 })));
         assert_eq!(cmp("\\frac{1}{3}", "0.33"), Cmp::NotEqual(Some(MathRelation::Rounded { decimals: 2 })));
         assert_eq!(cmp("\\frac{3}{4}", "\\frac{4}{3}"), Cmp::NotEqual(Some(MathRelation::Reciprocal)));
