@@ -1,7 +1,81 @@
-//! Math answer checker: extraction, LaTeX parsing and normalisation, exact and symbolic equivalence, with structured feedback.
+//! Math answer checker for RLVR rewards: finds the final answer in a completion, parses LaTeX
+//! or plain-text math, decides equivalence with the gold answer exactly where it can, and
+//! says why an answer is wrong.
 //!
-//! Owns math rewards. Must not depend on candle or wasmtime.
+//! - [`extract`] finds the answer (`\boxed{}`, `#### x`, "The answer is", math spans, last
+//!   number) and reports where it came from.
+//! - [`check`] judges one completion and returns a [`Verdict`] whose feedback is a
+//!   [`MathFeedback`] (outcome, extracted text, parsed value, relation to the gold).
+//! - [`equivalent`] compares two answer strings; it is cheap (microseconds) and is what the
+//!   mentor's guard uses to spot a hint that leaks the answer.
+//! - [`MathVerifier`] implements [`mentor_core::Verifier`]; [`check_batch`] and
+//!   `verify_batch` use all cores.
+//! - [`cli::run_jsonl`] is the `mentor verify math` JSONL contract.
 //!
-//! **Status:** this crate has no public API yet; it is filled by the issue "mentor-verify-math: a math answer checker". Nothing in
-//! it pretends to work in the meantime.
+//! Numbers are compared as exact big rationals (`0.1 + 0.2 = 3/10`); irrational values within
+//! [`Config::rel_tolerance`]; expressions with variables at pseudo-random rational points from
+//! a fixed seed, so results are deterministic. Every check is bounded: input size, nesting
+//! depth, number size and operation count are capped, and what exceeds a cap is reported as
+//! [`MathOutcome::TooComplex`], never a panic or a hang.
+//!
+//! ```
+//! use mentor_verify_math::{check, equivalent, Config};
+//! use mentor_core::{Feedback, MathOutcome};
+//! let cfg = Config::default();
+//! let v = check("\\frac{1}{2}", "so the probability is $\\boxed{0.5}$.", &cfg);
+//! assert!(v.passed());
+//! let v = check("-3", "The answer is 3.", &cfg);
+//! let Feedback::Math(f) = v.feedback() else { unreachable!() };
+//! assert_eq!(f.outcome, MathOutcome::WrongValue);
+//! assert!(equivalent("2\\sqrt{2}", "\\sqrt{8}", &cfg));
+//! ```
 #![deny(missing_docs)]
+
+mod ast;
+mod check;
+pub mod cli;
+mod compare;
+mod config;
+mod error;
+mod eval;
+mod extract;
+mod lexer;
+mod parser;
+mod verifier;
+
+pub use config::Config;
+pub use error::{Error, Result};
+pub use extract::{extract, Extracted};
+pub use verifier::MathVerifier;
+
+#[cfg(doc)]
+use mentor_core::MathOutcome;
+use mentor_core::{MathFeedback, Verdict};
+use rayon::prelude::*;
+
+/// Judges `completion` against the gold answer `gold` (LaTeX or plain; a boxed gold or a GSM8K
+/// `#### x` gold is reduced to its answer). Never panics; bounded time and memory.
+pub fn check(gold: &str, completion: &str, cfg: &Config) -> Verdict {
+    check::check(gold, completion, cfg)
+}
+
+/// Like [`check`], returning only the feedback.
+pub fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> MathFeedback {
+    check::check_feedback(gold, completion, cfg)
+}
+
+/// Judges many `(gold, completion)` pairs on all cores; results in input order.
+pub fn check_batch(items: &[(&str, &str)], cfg: &Config) -> Vec<Verdict> {
+    items.par_iter().map(|(g, c)| check::check(g, c, cfg)).collect()
+}
+
+/// Whether two answer strings denote the same answer (`\frac{1}{2}` and `0.5`, `\{1,2\}` and
+/// `\{2,1\}`, `x^2-1` and `(x-1)(x+1)`).
+///
+/// `reference` is the gold side: a single-valued `reference` is not equivalent to a list of
+/// several candidates. Both strings are answers, not completions: no extraction is done
+/// beyond reducing `\boxed{..}` or `#### x`. Costs a few microseconds for typical answers and
+/// is bounded like [`check`]; anything refused or unparseable is "not equivalent".
+pub fn equivalent(reference: &str, candidate: &str, cfg: &Config) -> bool {
+    check::equivalent(reference, candidate, cfg)
+}

@@ -1,0 +1,695 @@
+//! Equivalence of two parsed answers: containers by shape, scalars by value.
+//!
+//! Scalars without variables are evaluated once (exactly when rational). Scalars with
+//! variables are compared at several pseudo-random rational points drawn from a fixed seed,
+//! so results are deterministic. Identical canonical forms are equal without evaluating,
+//! which keeps `2^{100000} = 2^{100000}` true even though evaluating it is refused.
+
+use std::collections::HashMap;
+
+use mentor_core::MathRelation;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, Signed, ToPrimitive, Zero};
+
+use crate::ast::Node;
+use crate::config::Config;
+use crate::eval::{self, Ctx, EvalError, Val};
+use crate::lexer::Rel;
+
+/// The result of comparing a prediction with the gold.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Cmp {
+    Equal,
+    /// Same kind of answer, different value; with a relation when a simple one holds.
+    NotEqual(Option<MathRelation>),
+    /// A different kind of answer (a set for a number, ...); the two kinds.
+    WrongType(&'static str, &'static str),
+    /// Several candidate answers where the gold is one.
+    Multiple,
+    /// Evaluation was refused; why.
+    TooComplex(String),
+}
+
+const EVAL_BUDGET: usize = 20_000;
+/// Longest list, set or union matched without order (matching is quadratic).
+const MAX_ITEMS: usize = 100;
+
+/// Deterministic pseudo-random generator (splitmix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Removes `\pm` by expanding into a list; strips a lone `x =` prefix; unwraps one-element lists.
+pub(crate) fn normalise(n: Node, other_is_relation: bool) -> Node {
+    let n = expand_pm(n);
+    match n {
+        Node::Rel(mut items, rels)
+            if !other_is_relation && rels.iter().all(|r| *r == Rel::Eq) && items.len() >= 2 =>
+        {
+            // `x = 5` against `5`: the value after the last `=`. `x = 1, 2`? handled by List below.
+            let last = items.pop().unwrap_or(Node::Text(String::new()));
+            if matches!(items.first(), Some(Node::Sym(_)))
+                || items.len() >= 2
+                || is_evaluable_number(&items[0])
+            {
+                normalise(last, other_is_relation)
+            } else {
+                Node::Rel(
+                    {
+                        items.push(last);
+                        items
+                    },
+                    rels,
+                )
+            }
+        }
+        Node::List(items) => {
+            let mut v: Vec<Node> = Vec::new();
+            for it in items {
+                match normalise(it, other_is_relation) {
+                    Node::List(inner) => v.extend(inner),
+                    other => v.push(other),
+                }
+            }
+            if v.len() == 1 {
+                v.pop().unwrap_or(Node::List(Vec::new()))
+            } else {
+                Node::List(v)
+            }
+        }
+        other => other,
+    }
+}
+
+fn is_evaluable_number(n: &Node) -> bool {
+    n.symbols().is_empty() && n.is_scalar()
+}
+
+fn expand_pm(n: Node) -> Node {
+    match n {
+        Node::PlusMinus(a, b, mp) => {
+            let a = a.map(|a| *a);
+            let plus = match &a {
+                Some(a) => Node::Add(vec![a.clone(), (*b).clone()]),
+                None => (*b).clone(),
+            };
+            let minus = match a {
+                Some(a) => Node::Add(vec![a, Node::Neg(b)]),
+                None => Node::Neg(b),
+            };
+            if mp {
+                Node::List(vec![minus, plus])
+            } else {
+                Node::List(vec![plus, minus])
+            }
+        }
+        Node::List(v) => Node::List(v.into_iter().map(expand_pm).collect()),
+        other => other,
+    }
+}
+
+/// Compares prediction `p` against gold `g`.
+pub(crate) fn compare(g: &Node, p: &Node, cfg: &Config) -> Cmp {
+    let g_rel = matches!(g, Node::Rel(..));
+    let p_rel = matches!(p, Node::Rel(..));
+    let g = normalise(g.clone(), p_rel);
+    let p = normalise(p.clone(), g_rel);
+    compare_norm(&g, &p, cfg)
+}
+
+/// An inequality in one variable as the interval it describes: `x \le 3` is `(-oo, 3]`,
+/// `1 \le x < 4` is `[1, 4)`. Both ends open gives a two-element tuple, as the parser does.
+fn rel_to_interval(items: &[Node], rels: &[Rel]) -> Option<Node> {
+    let interval = |lo: Node, hi: Node, lo_closed: bool, hi_closed: bool| {
+        if !lo_closed && !hi_closed {
+            Node::Tuple(vec![lo, hi])
+        } else {
+            Node::Interval { lo: Box::new(lo), hi: Box::new(hi), lo_closed, hi_closed }
+        }
+    };
+    let neg_inf = || Node::Neg(Box::new(Node::Inf));
+    let is_var = |n: &Node| matches!(n, Node::Sym(_));
+    match (items, rels) {
+        ([x, a], [r]) if is_var(x) && !is_var(a) => Some(match r {
+            Rel::Lt => interval(neg_inf(), a.clone(), false, false),
+            Rel::Le => interval(neg_inf(), a.clone(), false, true),
+            Rel::Gt => interval(a.clone(), Node::Inf, false, false),
+            Rel::Ge => interval(a.clone(), Node::Inf, true, false),
+            _ => return None,
+        }),
+        ([a, x], [r]) if is_var(x) && !is_var(a) => rel_to_interval(&[x.clone(), a.clone()], &[flip(*r)]),
+        ([a, x, b], [r1, r2]) if is_var(x) => match (r1, r2) {
+            (Rel::Lt | Rel::Le, Rel::Lt | Rel::Le) => {
+                Some(interval(a.clone(), b.clone(), *r1 == Rel::Le, *r2 == Rel::Le))
+            }
+            (Rel::Gt | Rel::Ge, Rel::Gt | Rel::Ge) => {
+                Some(interval(b.clone(), a.clone(), *r2 == Rel::Ge, *r1 == Rel::Ge))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn compare_norm(g: &Node, p: &Node, cfg: &Config) -> Cmp {
+    if g == p || g.to_string() == p.to_string() {
+        return Cmp::Equal;
+    }
+    // An inequality against an interval answer: compare the interval it describes.
+    let interval_like = |n: &Node| matches!(n, Node::Interval { .. } | Node::Tuple(_) | Node::Union(_));
+    match (g, p) {
+        (Node::Rel(items, rels), other) if interval_like(other) => {
+            if let Some(iv) = rel_to_interval(items, rels) {
+                return compare_norm(&iv, other, cfg);
+            }
+        }
+        (other, Node::Rel(items, rels)) if interval_like(other) => {
+            if let Some(iv) = rel_to_interval(items, rels) {
+                return compare_norm(other, &iv, cfg);
+            }
+        }
+        _ => {}
+    }
+    match (g, p) {
+        (Node::Text(a), Node::Text(b)) => {
+            if a == b {
+                Cmp::Equal
+            } else {
+                Cmp::NotEqual(None)
+            }
+        }
+        (Node::Text(_), other) | (other, Node::Text(_)) if !matches!(other, Node::Text(_)) => {
+            Cmp::WrongType(g.kind(), p.kind())
+        }
+        (g, Node::List(items)) if g.is_scalar() => {
+            // Anti-hacking: several candidates for one answer is wrong even if one matches.
+            let Some(first) = items.first() else { return Cmp::WrongType(g.kind(), p.kind()) };
+            let distinct = items.iter().skip(1).any(|x| !matches!(compare_norm(first, x, cfg), Cmp::Equal));
+            if distinct {
+                Cmp::Multiple
+            } else {
+                compare_norm(g, first, cfg)
+            }
+        }
+        (g, p) if g.is_scalar() && p.is_scalar() => scalar_eq(g, p, cfg),
+        (Node::List(a), Node::List(b) | Node::Set(b))
+        | (Node::Set(a), Node::List(b) | Node::Set(b))
+        | (Node::List(a), Node::Tuple(b)) => unordered(a, b, cfg, matches!(g, Node::Set(_))),
+        (Node::Tuple(a), Node::Tuple(b) | Node::List(b)) => ordered(a, b, cfg),
+        (Node::Matrix(rows), Node::Tuple(b)) | (Node::Tuple(b), Node::Matrix(rows))
+            if rows.iter().all(|r| r.len() == 1) =>
+        {
+            let col: Vec<Node> = rows.iter().map(|r| r[0].clone()).collect();
+            ordered(&col, b, cfg)
+        }
+        (Node::Matrix(a), Node::Matrix(b)) => {
+            if a.len() != b.len() || a.iter().zip(b).any(|(x, y)| x.len() != y.len()) {
+                return Cmp::NotEqual(None);
+            }
+            let fa: Vec<Node> = a.iter().flatten().cloned().collect();
+            let fb: Vec<Node> = b.iter().flatten().cloned().collect();
+            ordered(&fa, &fb, cfg)
+        }
+        (
+            Node::Interval { lo: l1, hi: h1, lo_closed: a1, hi_closed: b1 },
+            Node::Interval { lo: l2, hi: h2, lo_closed: a2, hi_closed: b2 },
+        ) => {
+            if a1 != a2 || b1 != b2 {
+                return Cmp::NotEqual(None);
+            }
+            all_equal(&[(l1, l2), (h1, h2)], cfg)
+        }
+        (Node::Interval { .. }, Node::Tuple(v)) | (Node::Tuple(v), Node::Interval { .. }) if v.len() == 2 => {
+            Cmp::NotEqual(None)
+        }
+        (Node::Union(a), Node::Union(b)) => unordered(a, b, cfg, true),
+        (Node::Rel(ga, gr), Node::Rel(pa, pr)) => relation_eq(ga, gr, pa, pr, cfg),
+        (g, p) => Cmp::WrongType(g.kind(), p.kind()),
+    }
+}
+
+fn all_equal(pairs: &[(&Node, &Node)], cfg: &Config) -> Cmp {
+    for (a, b) in pairs {
+        match compare_norm(a, b, cfg) {
+            Cmp::Equal => {}
+            Cmp::TooComplex(d) => return Cmp::TooComplex(d),
+            _ => return Cmp::NotEqual(None),
+        }
+    }
+    Cmp::Equal
+}
+
+fn ordered(a: &[Node], b: &[Node], cfg: &Config) -> Cmp {
+    if a.len() != b.len() {
+        return Cmp::NotEqual(None);
+    }
+    let pairs: Vec<(&Node, &Node)> = a.iter().zip(b).collect();
+    all_equal(&pairs, cfg)
+}
+
+/// Multiset (or set, when `dedup`) equality by greedy matching.
+fn unordered(a: &[Node], b: &[Node], cfg: &Config, dedup: bool) -> Cmp {
+    if a.len() > MAX_ITEMS || b.len() > MAX_ITEMS {
+        return Cmp::TooComplex(format!("a list of more than {MAX_ITEMS} items"));
+    }
+    let dd = |v: &[Node]| -> Vec<Node> {
+        let mut out: Vec<Node> = Vec::new();
+        for x in v {
+            if !dedup || !out.iter().any(|y| compare_norm(y, x, cfg) == Cmp::Equal) {
+                out.push(x.clone());
+            }
+        }
+        out
+    };
+    let (a, b) = (dd(a), dd(b));
+    if a.len() != b.len() {
+        return Cmp::NotEqual(None);
+    }
+    let mut used = vec![false; b.len()];
+    for x in &a {
+        let mut hit = false;
+        for (k, y) in b.iter().enumerate() {
+            if used[k] {
+                continue;
+            }
+            match compare_norm(x, y, cfg) {
+                Cmp::Equal => {
+                    used[k] = true;
+                    hit = true;
+                    break;
+                }
+                Cmp::TooComplex(d) => return Cmp::TooComplex(d),
+                _ => {}
+            }
+        }
+        if !hit {
+            return Cmp::NotEqual(None);
+        }
+    }
+    Cmp::Equal
+}
+
+fn flip(r: Rel) -> Rel {
+    match r {
+        Rel::Lt => Rel::Gt,
+        Rel::Gt => Rel::Lt,
+        Rel::Le => Rel::Ge,
+        Rel::Ge => Rel::Le,
+        other => other,
+    }
+}
+
+fn relation_eq(ga: &[Node], gr: &[Rel], pa: &[Node], pr: &[Rel], cfg: &Config) -> Cmp {
+    if ga.len() != pa.len() {
+        return Cmp::NotEqual(None);
+    }
+    if gr.len() == 1 && pr.len() == 1 && matches!(gr[0], Rel::Eq | Rel::Ne) && gr[0] == pr[0] {
+        // Equations are equal when lhs - rhs are proportional: y = 2x + 3 vs 2x - y + 3 = 0.
+        let dg = Node::Add(vec![ga[0].clone(), Node::Neg(Box::new(ga[1].clone()))]);
+        let dp = Node::Add(vec![pa[0].clone(), Node::Neg(Box::new(pa[1].clone()))]);
+        return proportional(&dg, &dp, cfg);
+    }
+    if gr == pr {
+        let pairs: Vec<(&Node, &Node)> = ga.iter().zip(pa).collect();
+        return all_equal(&pairs, cfg);
+    }
+    let flipped: Vec<Rel> = pr.iter().rev().map(|r| flip(*r)).collect();
+    if gr == flipped.as_slice() {
+        let pairs: Vec<(&Node, &Node)> = ga.iter().zip(pa.iter().rev()).collect();
+        return all_equal(&pairs, cfg);
+    }
+    Cmp::NotEqual(None)
+}
+
+fn sample_points(symbols: &[String], count: usize) -> Vec<HashMap<String, Val>> {
+    let mut rng = Rng(0x6d65_6e74_6f72);
+    (0..count)
+        .map(|_| {
+            symbols
+                .iter()
+                .map(|s| {
+                    let num = (rng.next() % 89 + 3) as i64;
+                    let den = (rng.next() % 11 + 2) as i64;
+                    (s.clone(), Val::real(BigRational::new(BigInt::from(num), BigInt::from(den))))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn eval_at(n: &Node, vars: &HashMap<String, Val>, cfg: &Config) -> Result<Val, EvalError> {
+    let mut ctx = Ctx { vars, max_bits: cfg.max_bits, budget: EVAL_BUDGET };
+    eval::eval(n, &mut ctx)
+}
+
+fn union_symbols(a: &Node, b: &Node) -> Vec<String> {
+    let mut s = a.symbols();
+    s.extend(b.symbols());
+    s.sort();
+    s.dedup();
+    s
+}
+
+/// `dg / dp` is a non-zero constant at every sample point.
+fn proportional(dg: &Node, dp: &Node, cfg: &Config) -> Cmp {
+    let syms = union_symbols(dg, dp);
+    let mut ratio: Option<Val> = None;
+    let mut compared = 0;
+    for pt in sample_points(&syms, cfg.sample_points.max(2)) {
+        let (a, b) = match (eval_at(dg, &pt, cfg), eval_at(dp, &pt, cfg)) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(EvalError::TooBig(d)), _) | (_, Err(EvalError::TooBig(d))) => return Cmp::TooComplex(d),
+            (Err(EvalError::NotScalar), _) | (_, Err(EvalError::NotScalar)) => return Cmp::NotEqual(None),
+            _ => continue,
+        };
+        let zero = Val::real(BigRational::zero());
+        let (az, bz) = (
+            eval::values_equal(&a, &zero, cfg.rel_tolerance),
+            eval::values_equal(&b, &zero, cfg.rel_tolerance),
+        );
+        if az || bz {
+            if az != bz {
+                return Cmp::NotEqual(None);
+            }
+            continue;
+        }
+        let r = match eval::recip(&b) {
+            Ok(rb) => eval::mul(&a, &rb),
+            Err(_) => continue,
+        };
+        match &ratio {
+            None => ratio = Some(r),
+            Some(r0) if eval::values_equal(r0, &r, cfg.rel_tolerance) => {}
+            Some(_) => return Cmp::NotEqual(None),
+        }
+        compared += 1;
+    }
+    if compared >= 1 {
+        Cmp::Equal
+    } else {
+        Cmp::NotEqual(None)
+    }
+}
+
+/// Value equality of two scalars, with the percentage rule and relation detection.
+fn scalar_eq(g: &Node, p: &Node, cfg: &Config) -> Cmp {
+    if g.to_string() == p.to_string() {
+        return Cmp::Equal;
+    }
+    // `25%` vs `25` (always) or `0.25` (when configured); both percentages compare inside.
+    match (g, p) {
+        (Node::Percent(a), Node::Percent(b)) => return scalar_eq(a, b, cfg),
+        (Node::Percent(a), other) | (other, Node::Percent(a)) => {
+            let direct = match scalar_eq(a, other, cfg) {
+                // Off by exactly 100 next to a percent sign: read as a percentage or not.
+                Cmp::NotEqual(Some(MathRelation::PowerOfTen { exponent: 2 | -2 })) => {
+                    Cmp::NotEqual(Some(MathRelation::Percentage))
+                }
+                d => d,
+            };
+            if direct == Cmp::Equal || !cfg.percent_as_fraction {
+                return direct;
+            }
+            let as_frac = Node::Mul(vec![
+                (**a).clone(),
+                Node::Recip(Box::new(Node::num(BigRational::from_integer(100.into())))),
+            ]);
+            return match scalar_eq(&as_frac, other, cfg) {
+                Cmp::Equal => Cmp::Equal,
+                _ => direct,
+            };
+        }
+        _ => {}
+    }
+    // Both sides use pi or e: compare them as identities in those constants first. Since pi
+    // and e are transcendental, two rational expressions in them are equal exactly when they
+    // are equal as functions, which exact evaluation at rational points decides without any
+    // tolerance. Only used when every evaluation stays exact.
+    if has_constant(g) && has_constant(p) {
+        if let Some(decided) = constants_as_symbols(g, p, cfg) {
+            return decided;
+        }
+    }
+    let syms = union_symbols(g, p);
+    if syms.is_empty() {
+        let empty = HashMap::new();
+        return match (eval_at(g, &empty, cfg), eval_at(p, &empty, cfg)) {
+            (Ok(a), Ok(b)) => {
+                if eval::values_equal(&a, &b, cfg.rel_tolerance) {
+                    Cmp::Equal
+                } else {
+                    Cmp::NotEqual(relation(&a, &b, p, cfg))
+                }
+            }
+            (Err(EvalError::TooBig(d)), _) | (_, Err(EvalError::TooBig(d))) => Cmp::TooComplex(d),
+            _ => Cmp::NotEqual(None),
+        };
+    }
+    let mut compared = 0;
+    for pt in sample_points(&syms, cfg.sample_points.max(2)) {
+        match (eval_at(g, &pt, cfg), eval_at(p, &pt, cfg)) {
+            (Ok(a), Ok(b)) => {
+                if !eval::values_equal(&a, &b, cfg.rel_tolerance) {
+                    return Cmp::NotEqual(symbolic_sign_flip(g, p, &syms, cfg));
+                }
+                compared += 1;
+            }
+            (Err(EvalError::TooBig(d)), _) | (_, Err(EvalError::TooBig(d))) => return Cmp::TooComplex(d),
+            (Err(EvalError::Undefined), Err(EvalError::Undefined)) => {}
+            _ => return Cmp::NotEqual(None),
+        }
+    }
+    if compared >= 1 {
+        Cmp::Equal
+    } else {
+        Cmp::NotEqual(None)
+    }
+}
+
+/// The canonical text of an answer for feedback: exact values as reduced fractions
+/// (`4\frac{2}{3}` gives `14/3`), containers element by element, the rest as parsed.
+pub(crate) fn pretty(n: &Node, cfg: &Config) -> String {
+    let items = |v: &[Node]| v.iter().map(|x| pretty(x, cfg)).collect::<Vec<_>>().join(", ");
+    match n {
+        Node::Percent(a) => format!("{}%", pretty(a, cfg)),
+        Node::List(v) => items(v),
+        Node::Tuple(v) => format!("({})", items(v)),
+        Node::Set(v) => format!("{{{}}}", items(v)),
+        Node::Interval { lo, hi, lo_closed, hi_closed } => format!(
+            "{}{}, {}{}",
+            if *lo_closed { "[" } else { "(" },
+            pretty(lo, cfg),
+            pretty(hi, cfg),
+            if *hi_closed { "]" } else { ")" }
+        ),
+        s if s.is_scalar() && s.symbols().is_empty() => match eval_at(s, &HashMap::new(), cfg) {
+            Ok(Val::Exact(a, b)) if b.is_zero() => a.to_string(),
+            Ok(Val::Exact(a, b)) => format!("{a} + {b}*i"),
+            _ => s.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+fn has_constant(n: &Node) -> bool {
+    let mut found = false;
+    visit(n, &mut |x| found |= matches!(x, Node::Pi | Node::E));
+    found
+}
+
+/// Calls `f` on every node of a scalar expression (depth bounded by the parser).
+fn visit(n: &Node, f: &mut dyn FnMut(&Node)) {
+    f(n);
+    match n {
+        Node::Neg(a) | Node::Recip(a) | Node::Func(_, a) | Node::Fact(a) | Node::Percent(a) => visit(a, f),
+        Node::Pow(a, b) | Node::LogBase(a, b) | Node::Root(a, b) | Node::Binom(a, b) => {
+            visit(a, f);
+            visit(b, f);
+        }
+        Node::Add(v) | Node::Mul(v) => v.iter().for_each(|x| visit(x, f)),
+        _ => {}
+    }
+}
+
+fn substitute_constants(n: &Node) -> Node {
+    let sub = |b: &Node| Box::new(substitute_constants(b));
+    match n {
+        Node::Pi => Node::Sym("\\pi".into()),
+        Node::E => Node::Sym("\\e".into()),
+        Node::Neg(a) => Node::Neg(sub(a)),
+        Node::Recip(a) => Node::Recip(sub(a)),
+        Node::Func(f, a) => Node::Func(*f, sub(a)),
+        Node::Fact(a) => Node::Fact(sub(a)),
+        Node::Percent(a) => Node::Percent(sub(a)),
+        Node::Pow(a, b) => Node::Pow(sub(a), sub(b)),
+        Node::LogBase(a, b) => Node::LogBase(sub(a), sub(b)),
+        Node::Root(a, b) => Node::Root(sub(a), sub(b)),
+        Node::Binom(a, b) => Node::Binom(sub(a), sub(b)),
+        Node::Add(v) => Node::Add(v.iter().map(substitute_constants).collect()),
+        Node::Mul(v) => Node::Mul(v.iter().map(substitute_constants).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Exact comparison with pi and e as unknowns; `None` when some evaluation is inexact.
+fn constants_as_symbols(g: &Node, p: &Node, cfg: &Config) -> Option<Cmp> {
+    let (g2, p2) = (substitute_constants(g), substitute_constants(p));
+    let syms = union_symbols(&g2, &p2);
+    let mut verdict = Cmp::Equal;
+    let mut compared = 0;
+    for pt in sample_points(&syms, cfg.sample_points.max(2)) {
+        match (eval_at(&g2, &pt, cfg), eval_at(&p2, &pt, cfg)) {
+            (Ok(a), Ok(b)) if a.exact_real().is_some() && b.exact_real().is_some() => {
+                compared += 1;
+                if a != b {
+                    verdict = Cmp::NotEqual(None);
+                }
+            }
+            (Err(EvalError::Undefined), Err(EvalError::Undefined)) => {}
+            _ => return None,
+        }
+    }
+    (compared > 0).then_some(verdict)
+}
+
+/// `p = -g` as functions (`6 - 3x` for `3x - 6`), checked at the sample points.
+fn symbolic_sign_flip(g: &Node, p: &Node, syms: &[String], cfg: &Config) -> Option<MathRelation> {
+    let mut compared = 0;
+    for pt in sample_points(syms, cfg.sample_points.max(2)) {
+        match (eval_at(g, &pt, cfg), eval_at(p, &pt, cfg)) {
+            (Ok(a), Ok(b)) => {
+                let zero = Val::real(BigRational::zero());
+                if eval::values_equal(&a, &zero, cfg.rel_tolerance)
+                    || !eval::values_equal(&eval::neg(&a), &b, cfg.rel_tolerance)
+                {
+                    return None;
+                }
+                compared += 1;
+            }
+            (Err(EvalError::Undefined), Err(EvalError::Undefined)) => {}
+            _ => return None,
+        }
+    }
+    (compared > 0).then_some(MathRelation::SignFlipped)
+}
+
+fn decimals_of(p: &Node) -> Option<u32> {
+    match p {
+        Node::Num { decimals, .. } if *decimals != u32::MAX => Some(*decimals),
+        Node::Neg(a) => decimals_of(a),
+        _ => None,
+    }
+}
+
+/// How a wrong prediction `b` relates to gold `a`.
+fn relation(a: &Val, b: &Val, p: &Node, cfg: &Config) -> Option<MathRelation> {
+    let tol = cfg.rel_tolerance;
+    if !eval::values_equal(a, &Val::real(BigRational::zero()), tol)
+        && eval::values_equal(&eval::neg(a), b, tol)
+    {
+        return Some(MathRelation::SignFlipped);
+    }
+    // Ratio b / a = 10^k.
+    if let (Some(x), Some(y)) = (a.exact_real(), b.exact_real()) {
+        if !x.is_zero() && !y.is_zero() {
+            let r = y / x;
+            for k in 1..=12i32 {
+                let p10 = BigRational::from_integer(BigInt::from(10u32).pow(k as u32));
+                if r == p10 || r == p10.recip() {
+                    let exponent = if r == p10 { k } else { -k };
+                    return Some(if k == 2 && percent_involved(p) {
+                        MathRelation::Percentage
+                    } else {
+                        MathRelation::PowerOfTen { exponent }
+                    });
+                }
+            }
+            if (x * y).is_one() {
+                return Some(MathRelation::Reciprocal);
+            }
+        }
+    } else {
+        let ((x, _), (y, _)) = (a.approx(), b.approx());
+        if x != 0.0 && y != 0.0 && x.is_finite() && y.is_finite() {
+            let l = (y / x).abs().log10();
+            let k = l.round();
+            if k != 0.0 && (l - k).abs() < 1e-9 && (y / x) > 0.0 && k.abs() <= 12.0 {
+                return Some(MathRelation::PowerOfTen { exponent: k as i32 });
+            }
+            if ((x * y) - 1.0).abs() < 1e-9 {
+                return Some(MathRelation::Reciprocal);
+            }
+        }
+    }
+    // Rounding: b has d decimals and |b - a| <= 0.5 * 10^-d.
+    if let Some(d) = decimals_of(p) {
+        let ((x, _), (y, _)) = (a.approx(), b.approx());
+        if d <= 15 && x.is_finite() && (x - y).abs() <= 0.5 * 10f64.powi(-(d as i32)) * (1.0 + 1e-9) {
+            return Some(MathRelation::Rounded { decimals: d });
+        }
+    }
+    let _ = BigRational::one().abs().to_f64();
+    None
+}
+
+fn percent_involved(p: &Node) -> bool {
+    matches!(p, Node::Percent(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parser::parse;
+
+    fn cmp(g: &str, p: &str) -> Cmp {
+        let cfg = Config::default();
+        let g = parse(g, 48, 4096).unwrap().node;
+        let p = parse(p, 48, 4096).unwrap().node;
+        compare(&g, &p, &cfg)
+    }
+
+    #[test]
+    fn scalars_and_symbols() {
+        assert_eq!(cmp("\\frac{1}{2}", "0.5"), Cmp::Equal);
+        assert_eq!(cmp("2\\sqrt{2}", "\\sqrt{8}"), Cmp::Equal);
+        assert_eq!(cmp("x^2-1", "(x-1)(x+1)"), Cmp::Equal);
+        assert_eq!(cmp("x^2+1", "(x+1)^2"), Cmp::NotEqual(None));
+        assert_eq!(cmp("y = 2x + 3", "y=3+2x"), Cmp::Equal);
+        assert_eq!(cmp("y = 2x + 3", "y=2x-3"), Cmp::NotEqual(None));
+        assert_eq!(cmp("5", "x = 5"), Cmp::Equal);
+    }
+
+    #[test]
+    fn relations_are_reported() {
+        assert_eq!(cmp("5", "-5"), Cmp::NotEqual(Some(MathRelation::SignFlipped)));
+        assert_eq!(cmp("3x - 6", "6 - 3x"), Cmp::NotEqual(Some(MathRelation::SignFlipped)));
+        assert_eq!(cmp("3x - 6", "6 - 2x"), Cmp::NotEqual(None));
+        assert_eq!(cmp("3600", "360"), Cmp::NotEqual(Some(MathRelation::PowerOfTen { exponent: -1 })));
+        assert_eq!(cmp("\\frac{1}{3}", "0.33"), Cmp::NotEqual(Some(MathRelation::Rounded { decimals: 2 })));
+        assert_eq!(cmp("\\frac{3}{4}", "\\frac{4}{3}"), Cmp::NotEqual(Some(MathRelation::Reciprocal)));
+        assert_eq!(cmp("0.15", "15%"), Cmp::Equal);
+    }
+
+    #[test]
+    fn containers() {
+        assert_eq!(cmp("\\{1,2,3\\}", "\\{3,2,1\\}"), Cmp::Equal);
+        assert_eq!(cmp("(1,2)", "(2,1)"), Cmp::NotEqual(None));
+        assert_eq!(cmp("[2,5)", "[2,5]"), Cmp::NotEqual(None));
+        assert_eq!(cmp("5", "4, 5"), Cmp::Multiple);
+        assert_eq!(cmp("\\pm 2", "2, -2"), Cmp::Equal);
+        assert_eq!(cmp("(-\\infty, 3]", "x \\le 3"), Cmp::Equal);
+        assert_eq!(cmp("(-\\infty, 3]", "x < 3"), Cmp::NotEqual(None));
+        assert_eq!(cmp("(0, \\infty)", "0 < x"), Cmp::Equal);
+        assert_eq!(cmp("[1, 4)", "4 > x \\ge 1"), Cmp::Equal);
+        assert!(matches!(cmp("\\{1,2\\}", "3"), Cmp::WrongType(..)));
+    }
+}
