@@ -153,9 +153,15 @@ impl Guard {
         match &self.equivalence {
             Some(eq) => eq.equivalent(gold, candidate),
             None => {
+                // Without a checker, only a bare number (optionally with `$` or `%`) can match.
+                let bare = candidate.trim_matches(|c: char| c == '$' || c == '%' || c.is_whitespace());
                 let g = numbers(gold);
-                let c = numbers(candidate);
-                g.len() == 1 && c.len() == 1 && crate::rules::numbers::same(g[0].value, c[0].value)
+                let c = numbers(bare);
+                g.len() == 1
+                    && c.len() == 1
+                    && c[0].start == 0
+                    && c[0].end == bare.len()
+                    && crate::rules::numbers::same(g[0].value, c[0].value)
             }
         }
     }
@@ -175,15 +181,17 @@ impl Guard {
         if hits.is_empty() {
             return (text.to_string(), Vec::new());
         }
-        // Merge overlapping spans, keep the widest.
-        hits.sort_by_key(|&(s, e)| (s, std::cmp::Reverse(e)));
+        // Narrowest first, then skip spans overlapping one already taken: `= 18 dollars`
+        // loses `18`, not the words around it. Wider forms (`\frac{1}{2}`) are taken when no
+        // narrower span inside them leaks; the caller re-checks after redaction.
+        hits.sort_by_key(|&(s, e)| (e - s, s));
         let mut merged: Vec<(usize, usize)> = Vec::new();
         for (s, e) in hits {
-            match merged.last_mut() {
-                Some(last) if s < last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
+            if !merged.iter().any(|&(ms, me)| s < me && ms < e) {
+                merged.push((s, e));
             }
         }
+        merged.sort_unstable();
         let mut out = String::with_capacity(text.len());
         let mut reasons = Vec::new();
         let mut pos = 0;
@@ -267,6 +275,20 @@ fn spans(text: &str) -> Vec<(usize, usize)> {
             from = s + cmd.len();
         }
     }
+    // Every whitespace-separated token, without trailing punctuation: catches expressions
+    // such as `$5000*(2.5/100)` that the checker evaluates to the answer.
+    let mut pos = 0;
+    for token in text.split_inclusive(char::is_whitespace) {
+        let start = pos;
+        pos += token.len();
+        let t = token.trim_end().trim_end_matches(['.', ',', ';', ':', '?', '!']);
+        if !t.is_empty() {
+            out.push((start, start + t.len()));
+        }
+        if out.len() > 12_000 {
+            break;
+        }
+    }
     let mut from = 0;
     while let Some(eq) = text[from..].find('=').map(|i| i + from) {
         let rest = &text[eq + 1..];
@@ -336,8 +358,8 @@ mod tests {
         let g = Guard::numeric_only(GuardConfig::default());
         let t = Task::math("t", "q", "18");
         let out = g.check(&t, hint("She makes 9 * 2 = 18 dollars; check step 2."));
-        let GuardOutcome::Redacted { hint, reasons } = out else { panic!("{out:?}") };
-        assert_eq!(hint.text, "She makes 9 * 2 = … dollars; check step 2.");
+        let GuardOutcome::Redacted { hint: redacted, reasons } = out else { panic!("{out:?}") };
+        assert_eq!(redacted.text, "She makes 9 * 2 = … dollars; check step 2.");
         assert_eq!(reasons.len(), 1);
         assert!(matches!(g.check(&t, hint("Check each step.")), GuardOutcome::Accepted(_)));
         assert!(matches!(g.check(&t, hint("18")), GuardOutcome::Rejected(_)));

@@ -150,7 +150,9 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
         format!("first reference step not reached: step {} of {}", k + 1, analysis.steps.len())
     };
 
-    let (category, agree, shared_mode) = if no_answer * 2 > n {
+    let (category, agree, shared_mode) = if truncated * 2 > n {
+        (FailureCategory::IncompleteReasoning, truncated, "the attempts run out of length before giving a final answer".to_string())
+    } else if no_answer * 2 > n {
         if truncated * 2 >= no_answer {
             (FailureCategory::IncompleteReasoning, truncated, "the attempts run out of length before giving a final answer".to_string())
         } else {

@@ -108,11 +108,12 @@ pub(crate) fn arithmetic_slips(text: &str) -> Vec<Slip> {
         }
         let expr = lhs.trim().trim_start_matches(['$', ' ']);
         // Skip a leading unary-minus-free fragment like ", 3 + 4" by trimming separators.
-        let expr = expr.trim_start_matches([',', ' ', ')']);
+        let expr = expr.trim_start_matches([',', ' ', ')', '.']);
         let Some(value) = eval(expr) else { continue };
         if !same(value, rhs.value) {
             let quote_end = eq + 1 + rhs.end;
-            out.push(Slip { quote: text[lhs_start..quote_end].trim().to_string(), correct: value });
+            let quote = text[lhs_start..quote_end].trim().trim_start_matches([',', ' ', ')', '$', '.']);
+            out.push(Slip { quote: quote.to_string(), correct: value });
         }
     }
     out
@@ -241,6 +242,9 @@ mod tests {
 
     #[test]
     fn finds_wrong_computations_only() {
+        let s = arithmetic_slips("eggs left. 9 * 2 = 16 dollars.");
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].quote, "9 * 2 = 16");
         let s = arithmetic_slips("First 16 - 3 - 4 = 9 eggs. Then 9 * 2 = $20 per day. <<3*4=12>> ok, 7 × 6 = 41.");
         let quotes: Vec<_> = s.iter().map(|s| s.quote.as_str()).collect();
         assert_eq!(quotes, vec!["9 * 2 = $20", "7 × 6 = 41"]);

@@ -20,10 +20,12 @@ impl AnswerEquivalence for MathEq {
     }
 }
 
+/// The guard with the math verifier's equivalence.
 pub fn guard() -> Guard {
     Guard::new(GuardConfig::default(), Arc::new(MathEq))
 }
 
+/// The default rules mentor.
 pub fn mentor() -> AgentMentor {
     AgentMentor::rules(guard())
 }
@@ -40,6 +42,7 @@ pub fn judged(task: &Task, texts: &[&str], finish: FinishReason) -> Vec<Attempt>
         .collect()
 }
 
+/// The shared benchmark data.
 pub fn data_dir() -> PathBuf {
     if let Ok(d) = std::env::var("MENTOR_DATASETS") {
         return PathBuf::from(d);
