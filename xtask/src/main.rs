@@ -5,15 +5,18 @@
 //! - `test`: setup, then every test of the workspace. This is what CI runs.
 //! - `datasets`: installs the public benchmark files with sha256 checks.
 //! - `lint`: `cargo fmt --check` and `cargo clippy --all-targets -D warnings`.
+//! - `bench`: comparison benchmarks against peers (Math-Verify, ...), in release mode.
 //!
 //! xtask never links the heavy crates; it shells out to `cargo`, `python3` and `curl`.
 
 mod assets;
+mod bench;
 mod datasets;
 mod hashing;
 mod process;
 #[cfg(test)]
 mod tidy;
+mod venv;
 
 use std::path::PathBuf;
 
@@ -48,6 +51,15 @@ enum Command {
     },
     /// Check formatting and clippy lints (`-D warnings`).
     Lint,
+    /// Run a comparison benchmark against its peer (installed into a private venv).
+    Bench {
+        /// Which bench.
+        #[arg(value_enum)]
+        target: bench::Target,
+        /// Extra arguments for the bench program (after `--`).
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() {
@@ -57,6 +69,7 @@ fn main() {
         Command::Test { cargo_args } => test(&cargo_args),
         Command::Datasets { from, to } => datasets::install(from.as_deref(), to.as_deref()),
         Command::Lint => lint(),
+        Command::Bench { target, args } => bench::run_bench(target, &args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

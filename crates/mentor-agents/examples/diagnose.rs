@@ -20,8 +20,15 @@ fn main() {
         solution: Some("Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\nShe makes 9 * 2 = $<<9*2=18>>18 every day at the farmer's market.".into()),
     });
     let wrong = "She eats 3, so 16 - 3 = 13 eggs remain. 13 * 2 = 26. The answer is \\boxed{26}.";
-    let feedback = MathFeedback { outcome: MathOutcome::WrongValue, extracted: Some("26".into()), ..MathFeedback::no_answer("18") };
-    let attempts = vec![Attempt { completion: Completion::new(&task.id, wrong), verdict: Verdict::fail(Feedback::Math(feedback)) }];
+    let feedback = MathFeedback {
+        outcome: MathOutcome::WrongValue,
+        extracted: Some("26".into()),
+        ..MathFeedback::no_answer("18")
+    };
+    let attempts = vec![Attempt {
+        completion: Completion::new(&task.id, wrong),
+        verdict: Verdict::fail(Feedback::Math(feedback)),
+    }];
     let mentor = AgentMentor::rules(Guard::numeric_only(GuardConfig::default()));
     for level in [HintLevel::NUDGE, HintLevel::PLAN, HintLevel::PARTIAL_SOLUTION] {
         let request = MentorRequest { task: &task, attempts: &attempts, level, previous_hints: &[] };

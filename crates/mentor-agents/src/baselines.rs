@@ -56,7 +56,12 @@ impl Mentor for StaticHints {
         }
         Ok(Intervention {
             diagnosis: None,
-            hint: Some(Hint { level: request.level, text: pool[i].clone(), solution_prefix: None, source: HintSource::Static }),
+            hint: Some(Hint {
+                level: request.level,
+                text: pool[i].clone(),
+                solution_prefix: None,
+                source: HintSource::Static,
+            }),
             rejections: Vec::new(),
         })
     }
@@ -85,7 +90,10 @@ pub(crate) fn feedback_summary(feedback: &Feedback) -> String {
             MathOutcome::NoAnswer => "no final answer was found".into(),
             MathOutcome::MultipleAnswers => "several different final answers were given".into(),
             MathOutcome::Unparseable => {
-                format!("the final answer `{}` could not be read as math", m.extracted.as_deref().unwrap_or(""))
+                format!(
+                    "the final answer `{}` could not be read as math",
+                    m.extracted.as_deref().unwrap_or("")
+                )
             }
             MathOutcome::WrongType => {
                 format!("the final answer `{}` has the wrong form", m.extracted.as_deref().unwrap_or(""))
@@ -121,7 +129,9 @@ impl Mentor for Refinement {
     }
 
     fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
-        let Some(attempt) = request.attempts.get(request.previous_hints.len() % request.attempts.len().max(1)) else {
+        let Some(attempt) =
+            request.attempts.get(request.previous_hints.len() % request.attempts.len().max(1))
+        else {
             return Ok(Intervention { diagnosis: None, hint: None, rejections: Vec::new() });
         };
         let quoted: String = attempt.completion.text.chars().take(self.max_answer_chars).collect();

@@ -54,7 +54,10 @@ pub struct Guard {
 
 impl std::fmt::Debug for Guard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guard").field("config", &self.config).field("equivalence", &self.equivalence.is_some()).finish()
+        f.debug_struct("Guard")
+            .field("config", &self.config)
+            .field("equivalence", &self.equivalence.is_some())
+            .finish()
     }
 }
 
@@ -78,7 +81,8 @@ impl Guard {
         if hint.text.trim().is_empty() {
             return reject(&hint, "empty hint".into());
         }
-        let len = hint.text.chars().count() + hint.solution_prefix.as_deref().map_or(0, |p| p.chars().count());
+        let len =
+            hint.text.chars().count() + hint.solution_prefix.as_deref().map_or(0, |p| p.chars().count());
         if len > self.config.max_chars {
             return reject(&hint, format!("too long: {len} characters (limit {})", self.config.max_chars));
         }
@@ -121,14 +125,18 @@ impl Guard {
                 break;
             }
             if !self.config.redact {
-                let reason = format!("leaks the final answer: {}", r1.into_iter().chain(r2).collect::<Vec<_>>().join("; "));
+                let reason = format!(
+                    "leaks the final answer: {}",
+                    r1.into_iter().chain(r2).collect::<Vec<_>>().join("; ")
+                );
                 return GuardOutcome::Rejected(GuardRejection { text: hint.text, reason });
             }
             reasons.extend(r1.into_iter().chain(r2));
             hint.text = text;
             hint.solution_prefix = prefix;
         }
-        let still = self.leaks(gold, &hint.text) || hint.solution_prefix.as_deref().is_some_and(|p| self.leaks(gold, p));
+        let still = self.leaks(gold, &hint.text)
+            || hint.solution_prefix.as_deref().is_some_and(|p| self.leaks(gold, p));
         if still {
             return GuardOutcome::Rejected(GuardRejection {
                 text: hint.text,
@@ -136,7 +144,10 @@ impl Guard {
             });
         }
         if hint.text.chars().all(|c| c == '…' || !c.is_alphanumeric()) {
-            return GuardOutcome::Rejected(GuardRejection { text: hint.text, reason: "nothing left after redaction".into() });
+            return GuardOutcome::Rejected(GuardRejection {
+                text: hint.text,
+                reason: "nothing left after redaction".into(),
+            });
         }
         if reasons.is_empty() {
             GuardOutcome::Accepted(hint)
@@ -350,7 +361,9 @@ mod tests {
         let g = Guard::numeric_only(GuardConfig { max_chars: 10, ..Default::default() });
         let t = Task::math("t", "q", "7");
         assert!(matches!(g.check(&t, hint("  ")), GuardOutcome::Rejected(r) if r.reason == "empty hint"));
-        assert!(matches!(g.check(&t, hint("a very long hint")), GuardOutcome::Rejected(r) if r.reason.starts_with("too long")));
+        assert!(
+            matches!(g.check(&t, hint("a very long hint")), GuardOutcome::Rejected(r) if r.reason.starts_with("too long"))
+        );
     }
 
     #[test]

@@ -121,14 +121,18 @@ impl LlmClient {
             }
             match req.send_json(body.clone()) {
                 Ok(resp) => {
-                    let v: Value = resp.into_json().map_err(|e| Error::Llm(format!("reply is not JSON: {e}")))?;
+                    let v: Value =
+                        resp.into_json().map_err(|e| Error::Llm(format!("reply is not JSON: {e}")))?;
                     return v["choices"][0]["message"]["content"]
                         .as_str()
                         .map(str::to_string)
                         .ok_or_else(|| Error::Llm("reply has no choices[0].message.content".into()));
                 }
                 Err(ureq::Error::Status(code, resp)) => {
-                    last = format!("HTTP {code}: {}", resp.into_string().unwrap_or_default().chars().take(200).collect::<String>());
+                    last = format!(
+                        "HTTP {code}: {}",
+                        resp.into_string().unwrap_or_default().chars().take(200).collect::<String>()
+                    );
                     if code != 429 && code < 500 {
                         return Err(Error::Llm(last));
                     }
@@ -216,7 +220,11 @@ pub struct LlmDiagnoser {
 
 impl LlmDiagnoser {
     /// A diagnoser over `client`; fallbacks are counted in `fallbacks`.
-    pub fn new(client: std::sync::Arc<LlmClient>, prompts: Prompts, fallbacks: std::sync::Arc<FallbackCounter>) -> Self {
+    pub fn new(
+        client: std::sync::Arc<LlmClient>,
+        prompts: Prompts,
+        fallbacks: std::sync::Arc<FallbackCounter>,
+    ) -> Self {
         Self { client, prompts, fallbacks }
     }
 
@@ -229,7 +237,8 @@ impl LlmDiagnoser {
         });
         let user = self.prompts.render("llm.diagnoser_user", &self.prompts.llm.diagnoser_user, &ctx)?;
         let reply = self.client.chat(&[("system", &self.prompts.llm.diagnoser_system), ("user", &user)])?;
-        let v = first_json_object(&reply).ok_or_else(|| Error::Llm(format!("no JSON object in reply: {}", snippet(&reply))))?;
+        let v = first_json_object(&reply)
+            .ok_or_else(|| Error::Llm(format!("no JSON object in reply: {}", snippet(&reply))))?;
         let category: FailureCategory = serde_json::from_value(v["category"].clone())
             .map_err(|_| Error::Llm(format!("unknown category {}", v["category"])))?;
         let evidence = v["evidence"]
@@ -238,7 +247,11 @@ impl LlmDiagnoser {
                 a.iter()
                     .filter_map(|e| e.as_str())
                     .take(5)
-                    .map(|q| Evidence { attempt: None, quote: q.to_string(), note: "quoted by the LLM diagnoser".into() })
+                    .map(|q| Evidence {
+                        attempt: None,
+                        quote: q.to_string(),
+                        note: "quoted by the LLM diagnoser".into(),
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -277,7 +290,11 @@ pub struct LlmTutor {
 
 impl LlmTutor {
     /// A tutor over `client`; fallbacks are counted in `fallbacks`.
-    pub fn new(client: std::sync::Arc<LlmClient>, prompts: Prompts, fallbacks: std::sync::Arc<FallbackCounter>) -> Self {
+    pub fn new(
+        client: std::sync::Arc<LlmClient>,
+        prompts: Prompts,
+        fallbacks: std::sync::Arc<FallbackCounter>,
+    ) -> Self {
         Self { client, fallback: RulesTutor::new(prompts.clone()), prompts, fallbacks }
     }
 
@@ -293,14 +310,26 @@ impl LlmTutor {
         });
         let user = self.prompts.render("llm.tutor_user", &self.prompts.llm.tutor_user, &ctx)?;
         let reply = self.client.chat(&[("system", &self.prompts.llm.tutor_system), ("user", &user)])?;
-        let v = first_json_object(&reply).ok_or_else(|| Error::Llm(format!("no JSON object in reply: {}", snippet(&reply))))?;
-        let text = v["hint"].as_str().map(str::trim).filter(|t| !t.is_empty()).ok_or_else(|| Error::Llm("reply has no `hint`".into()))?;
+        let v = first_json_object(&reply)
+            .ok_or_else(|| Error::Llm(format!("no JSON object in reply: {}", snippet(&reply))))?;
+        let text = v["hint"]
+            .as_str()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| Error::Llm("reply has no `hint`".into()))?;
         Ok(Hint { level, text: text.to_string(), solution_prefix: None, source: HintSource::Mentor })
     }
 }
 
 impl Tutor for LlmTutor {
-    fn hint(&self, task: &Task, attempts: &[Attempt], diagnosis: &Diagnosis, level: HintLevel, previous: &[Hint]) -> Result<Hint> {
+    fn hint(
+        &self,
+        task: &Task,
+        attempts: &[Attempt],
+        diagnosis: &Diagnosis,
+        level: HintLevel,
+        previous: &[Hint],
+    ) -> Result<Hint> {
         self.ask(task, diagnosis, level, previous).or_else(|e| {
             tracing::warn!(reason = %e, task = %task.id, "llm tutor failed; falling back to rules");
             self.fallbacks.bump();
@@ -311,7 +340,11 @@ impl Tutor for LlmTutor {
 
 /// The `llm` mentor: LLM diagnoser and tutor over one client, the given guard, and a shared
 /// fallback counter.
-pub fn mentor(config: LlmConfig, prompts: Prompts, guard: crate::Guard) -> (crate::AgentMentor, std::sync::Arc<FallbackCounter>) {
+pub fn mentor(
+    config: LlmConfig,
+    prompts: Prompts,
+    guard: crate::Guard,
+) -> (crate::AgentMentor, std::sync::Arc<FallbackCounter>) {
     let client = std::sync::Arc::new(LlmClient::new(config));
     let fallbacks = std::sync::Arc::new(FallbackCounter::default());
     let m = crate::AgentMentor::new(
@@ -329,7 +362,8 @@ mod tests {
 
     #[test]
     fn finds_the_first_object_in_chatty_replies() {
-        let v = first_json_object("Sure! Here it is: {\"hint\": \"use {braces} \\\"carefully\\\"\"} done").unwrap();
+        let v = first_json_object("Sure! Here it is: {\"hint\": \"use {braces} \\\"carefully\\\"\"} done")
+            .unwrap();
         assert_eq!(v["hint"], "use {braces} \"carefully\"");
         assert!(first_json_object("no json { here").is_none());
         assert_eq!(first_json_object("{bad} {\"a\":1}").unwrap()["a"], 1);

@@ -17,7 +17,12 @@ pub struct AgentMentor {
 
 impl AgentMentor {
     /// A mentor from parts.
-    pub fn new(name: impl Into<String>, diagnoser: Box<dyn Diagnoser>, tutor: Box<dyn Tutor>, guard: Guard) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        diagnoser: Box<dyn Diagnoser>,
+        tutor: Box<dyn Tutor>,
+        guard: Guard,
+    ) -> Self {
         Self { name: name.into(), diagnoser, tutor, guard }
     }
 

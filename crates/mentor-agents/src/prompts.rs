@@ -54,12 +54,12 @@ impl Default for Prompts {
 impl Prompts {
     /// Parses the three files' contents and checks every template compiles.
     pub fn parse(hints: &str, statics: &str, llm: &str) -> Result<Self> {
-        let hints: HintTable =
-            toml::from_str(hints).map_err(|e| Error::Prompts { file: "hints.toml".into(), message: e.to_string() })?;
+        let hints: HintTable = toml::from_str(hints)
+            .map_err(|e| Error::Prompts { file: "hints.toml".into(), message: e.to_string() })?;
         let statics: StaticTable = toml::from_str(statics)
             .map_err(|e| Error::Prompts { file: "static_hints.toml".into(), message: e.to_string() })?;
-        let llm: LlmPrompts =
-            toml::from_str(llm).map_err(|e| Error::Prompts { file: "llm.toml".into(), message: e.to_string() })?;
+        let llm: LlmPrompts = toml::from_str(llm)
+            .map_err(|e| Error::Prompts { file: "llm.toml".into(), message: e.to_string() })?;
         let env = minijinja::Environment::new();
         for (domain, cats) in &hints {
             if !cats.contains_key("unknown") {
@@ -112,13 +112,17 @@ impl Prompts {
                 Err(source) => Err(Error::Io { path, source }),
             }
         };
-        Self::parse(&read("hints.toml", HINTS)?, &read("static_hints.toml", STATIC_HINTS)?, &read("llm.toml", LLM)?)
-            .map_err(|e| match e {
-                Error::Prompts { file, message } => {
-                    Error::Prompts { file: dir.join(file).display().to_string(), message }
-                }
-                other => other,
-            })
+        Self::parse(
+            &read("hints.toml", HINTS)?,
+            &read("static_hints.toml", STATIC_HINTS)?,
+            &read("llm.toml", LLM)?,
+        )
+        .map_err(|e| match e {
+            Error::Prompts { file, message } => {
+                Error::Prompts { file: dir.join(file).display().to_string(), message }
+            }
+            other => other,
+        })
     }
 
     /// The template for `domain`/`category` at the highest defined level ≤ `level`, falling
@@ -133,7 +137,9 @@ impl Prompts {
         let cat = category_key(category);
         let pick = |name: &str| {
             let levels = cats.get(name)?;
-            (1..=level).rev().find_map(|l| levels.get(&l.to_string()).map(|t| (name.to_string(), t.as_str(), l)))
+            (1..=level)
+                .rev()
+                .find_map(|l| levels.get(&l.to_string()).map(|t| (name.to_string(), t.as_str(), l)))
         };
         pick(&cat).or_else(|| pick("unknown")).map(|(n, t, l)| (format!("{domain}.{n}.{l}"), t, l))
     }
@@ -158,7 +164,10 @@ impl Prompts {
 
 /// The snake_case name of a category, as used in the template files.
 pub(crate) fn category_key(c: FailureCategory) -> String {
-    serde_json::to_value(c).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| "unknown".into())
+    serde_json::to_value(c)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
 }
 
 #[cfg(test)]

@@ -19,6 +19,27 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Load a benchmark file into MENTOR tasks and print them as JSON Lines.
     Tasks(TasksArgs),
+    /// Check completions with a verifier, one JSON line per input.
+    #[command(subcommand)]
+    Verify(VerifyCommand),
+}
+
+/// `mentor verify <domain>`.
+#[derive(Subcommand)]
+pub enum VerifyCommand {
+    /// Math answers: JSONL lines `{"id","gold","completion"}` in, `{"id","correct","extracted","feedback"}` out.
+    Math(VerifyMathArgs),
+}
+
+/// Arguments of `mentor verify math`.
+#[derive(Args)]
+pub struct VerifyMathArgs {
+    /// JSONL input file (`-` for stdin).
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Print the closing summary as a JSON object (on stderr) instead of a text line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `mentor tasks`.

@@ -18,6 +18,7 @@ pub fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let result = match cli.command {
         cli::Command::Tasks(args) => commands::tasks::run(&args),
+        cli::Command::Verify(cli::VerifyCommand::Math(args)) => commands::verify::math(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

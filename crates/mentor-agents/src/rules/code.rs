@@ -60,7 +60,9 @@ pub(crate) fn diagnose(attempts: &[Attempt]) -> Diagnosis {
             format!("the code raises {}", kind.unwrap_or_else(|| "an exception".into()))
         }
         FailureCategory::WrongOutput => "the code returns wrong results on a test".to_string(),
-        FailureCategory::EdgeCase => "the code mishandles an edge case (empty, zero, negative or boundary input)".to_string(),
+        FailureCategory::EdgeCase => {
+            "the code mishandles an edge case (empty, zero, negative or boundary input)".to_string()
+        }
         FailureCategory::Timeout => "the code does not finish in time".to_string(),
         FailureCategory::ResourceExhaustion => "the code exhausts memory or output".to_string(),
         FailureCategory::NoFinalAnswer => "no usable code, or code that defeats the test harness".to_string(),
@@ -99,7 +101,9 @@ pub(crate) fn category_of(f: &CodeFeedback) -> FailureCategory {
 /// bugs show.
 fn is_edge_input(input: &str) -> bool {
     let s: String = input.chars().filter(|c| !c.is_whitespace()).collect();
-    ["[]", "()", "{}", "\"\"", "''", "(0)", "(0,", ",0)", ",0,", "[0]", "(-", ",-", "[-"].iter().any(|p| s.contains(p))
+    ["[]", "()", "{}", "\"\"", "''", "(0)", "(0,", ",0)", ",0,", "[0]", "(-", ",-", "[-"]
+        .iter()
+        .any(|p| s.contains(p))
         || s.is_empty()
         || s == "0"
         || s.starts_with('-')

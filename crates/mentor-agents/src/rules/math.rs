@@ -2,9 +2,7 @@
 //! reference solution's steps to find the first step the group got wrong, check written
 //! computations for slips, and read the verifier's feedback (no answer, sign, percentage).
 
-use mentor_core::{
-    Attempt, Diagnosis, Evidence, FailureCategory, Feedback, MathOutcome, MathRelation, Task,
-};
+use mentor_core::{Attempt, Diagnosis, Evidence, FailureCategory, Feedback, MathOutcome, MathRelation, Task};
 
 use super::numbers::{arithmetic_slips, numbers, same};
 
@@ -146,30 +144,69 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
             }
         }
     }
-    let step_note = |k: usize| {
-        format!("first reference step not reached: step {} of {}", k + 1, analysis.steps.len())
-    };
+    let step_note =
+        |k: usize| format!("first reference step not reached: step {} of {}", k + 1, analysis.steps.len());
 
     let (category, agree, shared_mode) = if truncated * 2 > n {
-        (FailureCategory::IncompleteReasoning, truncated, "the attempts run out of length before giving a final answer".to_string())
+        (
+            FailureCategory::IncompleteReasoning,
+            truncated,
+            "the attempts run out of length before giving a final answer".to_string(),
+        )
     } else if no_answer * 2 > n {
         if truncated * 2 >= no_answer {
-            (FailureCategory::IncompleteReasoning, truncated, "the attempts run out of length before giving a final answer".to_string())
+            (
+                FailureCategory::IncompleteReasoning,
+                truncated,
+                "the attempts run out of length before giving a final answer".to_string(),
+            )
         } else {
-            (FailureCategory::NoFinalAnswer, no_answer, "the attempts give no clearly marked final answer".to_string())
+            (
+                FailureCategory::NoFinalAnswer,
+                no_answer,
+                "the attempts give no clearly marked final answer".to_string(),
+            )
         }
     } else if multiple * 2 > n {
-        (FailureCategory::NoFinalAnswer, multiple, "the attempts state several different final answers".to_string())
+        (
+            FailureCategory::NoFinalAnswer,
+            multiple,
+            "the attempts state several different final answers".to_string(),
+        )
     } else if sign * 2 > n {
-        (FailureCategory::SignError, sign, "the attempts reach the right magnitude with the wrong sign".to_string())
+        (
+            FailureCategory::SignError,
+            sign,
+            "the attempts reach the right magnitude with the wrong sign".to_string(),
+        )
     } else if unit * 2 > n {
-        (FailureCategory::UnitOrPercentSlip, unit, "the attempts are off by a unit or percentage factor".to_string())
+        (
+            FailureCategory::UnitOrPercentSlip,
+            unit,
+            "the attempts are off by a unit or percentage factor".to_string(),
+        )
     } else if slips > 0 && (slips * 2 >= n || analysis.first_wrong.is_some()) {
-        (FailureCategory::ArithmeticSlip, slips, "the attempts make calculation errors in otherwise reasonable steps".to_string())
+        (
+            FailureCategory::ArithmeticSlip,
+            slips,
+            "the attempts make calculation errors in otherwise reasonable steps".to_string(),
+        )
     } else if let Some(k) = analysis.first_wrong {
-        (FailureCategory::WrongMethod, n, format!("the attempts go wrong at step {} of the solution: they never establish {}", k + 1, fmt_num(analysis.steps[k].result.unwrap_or(0.0))))
+        (
+            FailureCategory::WrongMethod,
+            n,
+            format!(
+                "the attempts go wrong at step {} of the solution: they never establish {}",
+                k + 1,
+                fmt_num(analysis.steps[k].result.unwrap_or(0.0))
+            ),
+        )
     } else {
-        (FailureCategory::Unknown, 0, "the attempts reach a wrong answer for no reason the rules can locate".to_string())
+        (
+            FailureCategory::Unknown,
+            0,
+            "the attempts reach a wrong answer for no reason the rules can locate".to_string(),
+        )
     };
     if let Some(k) = analysis.first_wrong {
         if let Some((i, line)) = divergent_line(attempts, task) {
@@ -186,7 +223,11 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
         shared_mode,
         evidence,
         first_wrong_step: analysis.first_wrong,
-        confidence: if category == FailureCategory::Unknown { 0.1 } else { (agree.min(n) as f32 / n as f32).max(0.3) },
+        confidence: if category == FailureCategory::Unknown {
+            0.1
+        } else {
+            (agree.min(n) as f32 / n as f32).max(0.3)
+        },
     }
 }
 

@@ -65,7 +65,8 @@ impl Tutor for RulesTutor {
         level: HintLevel,
         _previous: &[Hint],
     ) -> Result<Hint> {
-        let mut ctx = HintContext { quote: diagnosis.evidence.first().map(|e| e.quote.clone()), ..Default::default() };
+        let mut ctx =
+            HintContext { quote: diagnosis.evidence.first().map(|e| e.quote.clone()), ..Default::default() };
         match &task.payload {
             Payload::Math(_) => {
                 let analysis = math::analyse(task, attempts);
@@ -117,9 +118,12 @@ impl Tutor for RulesTutor {
             level_no = 2;
         }
         let domain = task.domain();
-        let (name, template, used) =
-            self.prompts.hint_template(domain, diagnosis.category, level_no).ok_or_else(|| {
-                crate::Error::Prompts { file: "hints.toml".into(), message: format!("no `{domain}` templates") }
+        let (name, template, used) = self
+            .prompts
+            .hint_template(domain, diagnosis.category, level_no)
+            .ok_or_else(|| crate::Error::Prompts {
+                file: "hints.toml".into(),
+                message: format!("no `{domain}` templates"),
             })?;
         let text = self.prompts.render(&name, template, &ctx)?;
         let used = HintLevel::try_from(used).unwrap_or(HintLevel::NUDGE);

@@ -86,9 +86,7 @@ pub(crate) fn arithmetic_slips(text: &str) -> Vec<Slip> {
                 let c = bytes[s - 1];
                 if c.is_ascii_digit() || b" .,+-*/()x\t$".contains(&c) {
                     s -= 1;
-                } else if s >= 2 && &bytes[s - 2..s] == "×".as_bytes() || s >= 2 && &bytes[s - 2..s] == "÷".as_bytes()
-                    || s >= 2 && &bytes[s - 2..s] == "·".as_bytes()
-                {
+                } else if s >= 2 && ["×", "÷", "·"].iter().any(|op| &bytes[s - 2..s] == op.as_bytes()) {
                     s -= 2;
                 } else {
                     break;
@@ -245,7 +243,9 @@ mod tests {
         let s = arithmetic_slips("eggs left. 9 * 2 = 16 dollars.");
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].quote, "9 * 2 = 16");
-        let s = arithmetic_slips("First 16 - 3 - 4 = 9 eggs. Then 9 * 2 = $20 per day. <<3*4=12>> ok, 7 × 6 = 41.");
+        let s = arithmetic_slips(
+            "First 16 - 3 - 4 = 9 eggs. Then 9 * 2 = $20 per day. <<3*4=12>> ok, 7 × 6 = 41.",
+        );
         let quotes: Vec<_> = s.iter().map(|s| s.quote.as_str()).collect();
         assert_eq!(quotes, vec!["9 * 2 = $20", "7 × 6 = 41"]);
         assert_eq!(s[0].correct, 18.0);

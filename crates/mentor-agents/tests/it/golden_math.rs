@@ -12,9 +12,7 @@ fn janet() -> Task {
 }
 
 fn ask(task: &Task, attempts: &[mentor_core::Attempt], level: HintLevel) -> mentor_core::Intervention {
-    mentor()
-        .intervene(&MentorRequest { task, attempts, level, previous_hints: &[] })
-        .unwrap()
+    mentor().intervene(&MentorRequest { task, attempts, level, previous_hints: &[] }).unwrap()
 }
 
 #[test]
@@ -43,7 +41,10 @@ fn forgotten_step_is_located_and_hinted_without_the_answer() {
     let h3 = i3.hint.unwrap();
     assert_eq!(h3.level, HintLevel::PARTIAL_SOLUTION);
     let prefix = h3.solution_prefix.unwrap();
-    assert_eq!(prefix, "Janet sells 16 - 3 - 4 = 9 duck eggs a day.", "steps up to the first wrong one, never the last");
+    assert_eq!(
+        prefix, "Janet sells 16 - 3 - 4 = 9 duck eggs a day.",
+        "steps up to the first wrong one, never the last"
+    );
     assert!(!h3.text.contains("18"));
 }
 
@@ -70,7 +71,11 @@ fn wrong_multiplication_is_an_arithmetic_slip_with_the_quote() {
 #[test]
 fn truncated_attempts_are_incomplete_reasoning() {
     let task = janet();
-    let attempts = judged(&task, &["Janet's ducks lay 16 eggs per day. First, we", "Let us think. 16 eggs, she eats"], FinishReason::Length);
+    let attempts = judged(
+        &task,
+        &["Janet's ducks lay 16 eggs per day. First, we", "Let us think. 16 eggs, she eats"],
+        FinishReason::Length,
+    );
     let d = ask(&task, &attempts, HintLevel::NUDGE).diagnosis.unwrap();
     assert_eq!(d.category, FailureCategory::IncompleteReasoning);
 }
@@ -105,7 +110,11 @@ fn every_gsm8k_level_hint_passes_the_guard_without_leaking() {
                 assert!(!mentor_verify_math::check(gold, text, &cfg).passed(), "{}: {text}", task.id);
                 for token in text.split_whitespace() {
                     let token = token.trim_end_matches(['.', ',', ';', ':']);
-                    assert!(!mentor_verify_math::equivalent(gold, token, &cfg), "{}: `{token}` leaks {gold} in {text}", task.id);
+                    assert!(
+                        !mentor_verify_math::equivalent(gold, token, &cfg),
+                        "{}: `{token}` leaks {gold} in {text}",
+                        task.id
+                    );
                 }
             }
         }
@@ -117,14 +126,33 @@ fn static_hints_are_generic_deterministic_and_vary() {
     let task = janet();
     let attempts = judged(&task, &["\\boxed{1}"], FinishReason::Stop);
     let s = StaticHints::new(7);
-    let a = s.intervene(&MentorRequest { task: &task, attempts: &attempts, level: HintLevel::NUDGE, previous_hints: &[] }).unwrap();
-    let b = s.intervene(&MentorRequest { task: &task, attempts: &attempts, level: HintLevel::NUDGE, previous_hints: &[] }).unwrap();
+    let a = s
+        .intervene(&MentorRequest {
+            task: &task,
+            attempts: &attempts,
+            level: HintLevel::NUDGE,
+            previous_hints: &[],
+        })
+        .unwrap();
+    let b = s
+        .intervene(&MentorRequest {
+            task: &task,
+            attempts: &attempts,
+            level: HintLevel::NUDGE,
+            previous_hints: &[],
+        })
+        .unwrap();
     assert_eq!(a, b, "same seed and request, same hint");
     assert!(a.diagnosis.is_none(), "no diagnosis in the static baseline");
     let first = a.hint.unwrap();
     assert_eq!(first.source, HintSource::Static);
     let c = s
-        .intervene(&MentorRequest { task: &task, attempts: &attempts, level: HintLevel::PLAN, previous_hints: std::slice::from_ref(&first) })
+        .intervene(&MentorRequest {
+            task: &task,
+            attempts: &attempts,
+            level: HintLevel::PLAN,
+            previous_hints: std::slice::from_ref(&first),
+        })
         .unwrap();
     assert_ne!(c.hint.unwrap().text, first.text, "a retry gets another hint");
 }
@@ -132,9 +160,17 @@ fn static_hints_are_generic_deterministic_and_vary() {
 #[test]
 fn refinement_shows_the_answer_and_feedback_but_not_the_gold() {
     let task = janet();
-    let attempts = judged(&task, &["16 - 3 - 4 = 9. 9 * 2 = 18? No: 9 * 3 = 27. \\boxed{27}"], FinishReason::Stop);
+    let attempts =
+        judged(&task, &["16 - 3 - 4 = 9. 9 * 2 = 18? No: 9 * 3 = 27. \\boxed{27}"], FinishReason::Stop);
     let r = Refinement::new(guard(), 400);
-    let i = r.intervene(&MentorRequest { task: &task, attempts: &attempts, level: HintLevel::NUDGE, previous_hints: &[] }).unwrap();
+    let i = r
+        .intervene(&MentorRequest {
+            task: &task,
+            attempts: &attempts,
+            level: HintLevel::NUDGE,
+            previous_hints: &[],
+        })
+        .unwrap();
     let h = i.hint.unwrap();
     assert_eq!(h.source, HintSource::Refinement);
     assert!(h.text.contains("`27` is incorrect"), "{}", h.text);

@@ -6,7 +6,8 @@ use crate::guard;
 
 /// Ways a hint can state a value `p/q`.
 fn renderings(p: i64, q: i64) -> Vec<String> {
-    let mut v = vec![format!("\\frac{{{p}}}{{{q}}}"), format!("{p}/{q}"), format!("\\boxed{{\\frac{{{p}}}{{{q}}}}}")];
+    let mut v =
+        vec![format!("\\frac{{{p}}}{{{q}}}"), format!("{p}/{q}"), format!("\\boxed{{\\frac{{{p}}}{{{q}}}}}")];
     if q == 1 {
         v.extend([format!("{p}"), format!("\\boxed{{{p}}}"), format!("${p}$"), format!("{p}.0")]);
     }

@@ -21,7 +21,8 @@ struct Reply {
 }
 
 fn chat(content: &str) -> Reply {
-    let body = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]}).to_string();
+    let body =
+        serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]}).to_string();
     Reply { status: 200, body, delay: Duration::ZERO }
 }
 
@@ -84,7 +85,12 @@ fn run(replies: Vec<Reply>) -> (mentor_core::Intervention, usize, usize) {
     let (mentor, fallbacks) = llm::mentor(config(url), Prompts::default(), guard());
     let (task, attempts) = janet_group();
     let i = mentor
-        .intervene(&MentorRequest { task: &task, attempts: &attempts, level: HintLevel::PLAN, previous_hints: &[] })
+        .intervene(&MentorRequest {
+            task: &task,
+            attempts: &attempts,
+            level: HintLevel::PLAN,
+            previous_hints: &[],
+        })
         .unwrap();
     (i, fallbacks.get(), hits.load(Ordering::SeqCst))
 }
@@ -111,10 +117,16 @@ fn server_down_falls_back_to_rules() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     }; // listener dropped: nothing listens there now
-    let (mentor, fallbacks) = llm::mentor(config(format!("http://127.0.0.1:{port}/v1")), Prompts::default(), guard());
+    let (mentor, fallbacks) =
+        llm::mentor(config(format!("http://127.0.0.1:{port}/v1")), Prompts::default(), guard());
     let (task, attempts) = janet_group();
     let i = mentor
-        .intervene(&MentorRequest { task: &task, attempts: &attempts, level: HintLevel::PLAN, previous_hints: &[] })
+        .intervene(&MentorRequest {
+            task: &task,
+            attempts: &attempts,
+            level: HintLevel::PLAN,
+            previous_hints: &[],
+        })
         .unwrap();
     assert_eq!(fallbacks.get(), 2, "diagnoser and tutor both fell back");
     assert_eq!(i.diagnosis.unwrap().category, FailureCategory::WrongMethod, "the rules diagnosis");
@@ -135,7 +147,8 @@ fn malformed_replies_fall_back() {
     let (i, fallbacks, _) = run(vec![chat("I cannot answer in JSON, sorry."), chat("{\"hint\": \"\"}")]);
     assert_eq!(fallbacks, 2);
     assert!(i.hint.unwrap().text.contains("16 - 3 - 4 = 9"));
-    let (_, fallbacks, _) = run(vec![Reply { status: 200, body: "not json at all".into(), delay: Duration::ZERO }]);
+    let (_, fallbacks, _) =
+        run(vec![Reply { status: 200, body: "not json at all".into(), delay: Duration::ZERO }]);
     assert_eq!(fallbacks, 2);
 }
 

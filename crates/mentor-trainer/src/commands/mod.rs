@@ -1,3 +1,4 @@
 //! One module per `mentor` subcommand.
 
 pub mod tasks;
+pub mod verify;

@@ -1,0 +1,47 @@
+//! `cargo xtask bench <target>`: each crate's comparison bench, with its peer installed into a
+//! private venv from hash-pinned requirements, run in release mode. Numbers go to stdout; copy
+//! them into `docs/PERFORMANCE.md`.
+
+use anyhow::Result;
+use clap::ValueEnum;
+
+use crate::process::{cargo, repo_root, run};
+
+/// What to benchmark.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Target {
+    /// mentor-verify-math vs Math-Verify 0.9.0: agreement with labels and checks/s.
+    Math,
+}
+
+/// Runs the bench for `target`.
+pub fn run_bench(target: Target, extra: &[String]) -> Result<()> {
+    let dir = crate::assets::setup()?;
+    match target {
+        Target::Math => {
+            let req = std::fs::read_to_string(
+                repo_root().join("crates/mentor-verify-math/bench/requirements.txt"),
+            )?;
+            eprintln!("==> bench math: Math-Verify into a private venv");
+            let venv = crate::venv::ensure(&dir, "math-verify-0.9.0", &req)?;
+            let py = venv.join("bin/python");
+            eprintln!("==> bench math: release build and run (both checkers, same cases, same run)");
+            run(
+                cargo()
+                    .args([
+                        "run",
+                        "--release",
+                        "-p",
+                        "mentor-verify-math",
+                        "--example",
+                        "bench_vs_mathverify",
+                        "--",
+                        "--python",
+                    ])
+                    .arg(py)
+                    .args(extra),
+                "the math bench",
+            )
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! Private Python virtual environments under the asset directory, installed from hash-pinned
+//! requirements (`pip install --require-hashes`). Reused while the requirements are unchanged.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{Context, Result};
+use mentor_core::assets::AssetDir;
+
+use crate::assets::{NET_HINT, PY_HINT};
+use crate::hashing::sha256_parts;
+use crate::process::{python, run_quiet};
+
+/// Returns `<assets>/venvs/<name>` with `requirements` installed, creating or refreshing it
+/// when the requirements changed (a stamp file records their hash).
+pub fn ensure(dir: &AssetDir, name: &str, requirements: &str) -> Result<PathBuf> {
+    let venv = dir.venvs().join(name);
+    let marker = venv.join(".mentor-installed");
+    let want = sha256_parts(&[requirements.as_bytes()]);
+    if std::fs::read_to_string(&marker).is_ok_and(|m| m.trim() == want) {
+        return Ok(venv);
+    }
+    eprintln!("      creating a private venv at {}", venv.display());
+    if venv.exists() {
+        std::fs::remove_dir_all(&venv).with_context(|| format!("cannot clear {}", venv.display()))?;
+    }
+    std::fs::create_dir_all(dir.venvs())?;
+    run_quiet(Command::new(python()).arg("-m").arg("venv").arg(&venv), "python3 -m venv", PY_HINT)?;
+    let req = venv.join("requirements.txt");
+    std::fs::write(&req, requirements)?;
+    eprintln!("      installing hash-pinned requirements into {name}");
+    run_quiet(
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--require-hashes",
+                "-r",
+            ])
+            .arg(&req),
+        &format!("pip install into {name}"),
+        NET_HINT,
+    )?;
+    std::fs::write(&marker, &want)?;
+    Ok(venv)
+}
