@@ -1,7 +1,37 @@
-//! GRPO: group advantages, TRL's loss variants (grpo, bnpo, dr_grpo, dapo), KL, clipping, optimizer step and step metrics.
+//! GRPO for MENTOR: group advantages, TRL's loss variants (grpo, bnpo, dr_grpo, dapo), KL,
+//! clipping, AdamW with learning-rate schedules and grad-norm clipping, DAPO dynamic sampling,
+//! and step metrics.
 //!
-//! Owns the optimizer every arm shares. Must not depend on policy internals or wasmtime.
+//! Numerically identical to TRL's `GRPOTrainer` (checked against TRL 1.16's own outputs in the
+//! integration tests). Works on candle tensors of per-token log-probs `[batch, seq]` and masks,
+//! independent of how the policy computes them: this crate never runs a model, never depends on
+//! `mentor-policy`, and never links wasmtime.
 //!
-//! **Status:** this crate has no public API yet; it is filled by the issue "mentor-grpo: GRPO with every loss variant TRL users know". Nothing in
-//! it pretends to work in the meantime.
+//! Two levels of API:
+//! - pieces: [`group_advantages`], [`grpo_loss`], [`Optimizer`] (AdamW + [`LrSchedule`] +
+//!   [`clip_grad_norm`]), [`GradAccumulator`], [`dynamic_sampling_filter`], [`rollout_stats`];
+//! - one call per generation batch: [`Updater::update`], given a function that returns the
+//!   policy's differentiable log-probs for a set of rows.
 #![deny(missing_docs)]
+
+pub mod advantage;
+pub mod config;
+pub mod dynamic_sampling;
+pub mod error;
+pub mod loss;
+pub mod masking;
+pub mod metrics;
+pub mod optim;
+pub mod schedule;
+pub mod update;
+
+pub use advantage::{group_advantages, Advantages};
+pub use config::{GrpoConfig, ImportanceSamplingLevel, LossType, LrSchedulerType, ScaleRewards};
+pub use dynamic_sampling::{dynamic_sampling_filter, GroupFilter};
+pub use error::{Error, Result};
+pub use loss::{grpo_loss, LossInputs, LossOutput, LossScale, LossStats};
+pub use masking::mask_truncated;
+pub use metrics::{rollout_stats, RolloutStats, StepMetrics};
+pub use optim::{clip_grad_norm, grad_norm, GradAccumulator, Optimizer, StepReport};
+pub use schedule::LrSchedule;
+pub use update::{micro_batches, PolicyOutput, RolloutBatch, Updater};

@@ -1,0 +1,130 @@
+//! Step metrics: one serde record per GRPO update, named after what TRL logs where the
+//! concept is the same (`frac_reward_zero_std`, `clip_ratio/low_mean`, `kl`, `entropy`,
+//! `grad_norm`, `completions/mean_length`, ...).
+
+use serde::{Deserialize, Serialize};
+
+use crate::advantage::{groups, mean_std};
+use crate::error::{Error, Result};
+
+/// Reward and completion statistics of one generation batch (no training involved).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RolloutStats {
+    /// Completions in the batch.
+    pub completions: usize,
+    /// Groups (prompts) in the batch.
+    pub groups: usize,
+    /// Mean reward over completions.
+    pub reward_mean: f64,
+    /// Std of the rewards over the batch (Bessel-corrected, as TRL's `reward_std`).
+    pub reward_std: f64,
+    /// Fraction of groups whose rewards are all 0: the zero-reward-group fraction (ZRF) that
+    /// signals collapse.
+    pub frac_reward_zero: f64,
+    /// Fraction of completions whose group has zero reward std (TRL `frac_reward_zero_std`).
+    pub frac_reward_zero_std: f64,
+    /// Mean completion length in tokens.
+    pub completion_length_mean: f64,
+    /// Shortest completion.
+    pub completion_length_min: usize,
+    /// Longest completion.
+    pub completion_length_max: usize,
+    /// Fraction of completions truncated at the length limit (TRL `completions/clipped_ratio`).
+    pub frac_truncated: f64,
+}
+
+/// Compute [`RolloutStats`]; all slices are indexed by batch row.
+pub fn rollout_stats(
+    rewards: &[f64],
+    group_ids: &[usize],
+    completion_lengths: &[usize],
+    truncated: &[bool],
+) -> Result<RolloutStats> {
+    let gs = groups(rewards, group_ids)?;
+    let n = rewards.len();
+    for (what, len) in [("completion_lengths", completion_lengths.len()), ("truncated", truncated.len())] {
+        if len != n {
+            return Err(Error::shape(what, n, len));
+        }
+    }
+    if n == 0 {
+        return Ok(RolloutStats::default());
+    }
+    let (reward_mean, reward_std) = mean_std(rewards);
+    let zero_groups = gs.iter().filter(|g| g.all_equal && g.mean == 0.0).count();
+    let zero_std_rows: usize = gs.iter().filter(|g| g.std.abs() <= 1e-8).map(|g| g.rows.len()).sum();
+    Ok(RolloutStats {
+        completions: n,
+        groups: gs.len(),
+        reward_mean,
+        reward_std,
+        frac_reward_zero: zero_groups as f64 / gs.len() as f64,
+        frac_reward_zero_std: zero_std_rows as f64 / n as f64,
+        completion_length_mean: completion_lengths.iter().sum::<usize>() as f64 / n as f64,
+        completion_length_min: completion_lengths.iter().copied().min().unwrap_or(0),
+        completion_length_max: completion_lengths.iter().copied().max().unwrap_or(0),
+        frac_truncated: truncated.iter().filter(|t| **t).count() as f64 / n as f64,
+    })
+}
+
+/// Everything logged for one GRPO update (one generation batch, `num_iterations` optimizer
+/// steps). Training values are means over micro-batches (loss terms, clip ratios, KL,
+/// entropy) or over optimizer steps (grad norm, learning rate), as TRL's logger averages them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct StepMetrics {
+    /// Reward and completion statistics.
+    #[serde(flatten)]
+    pub rollout: RolloutStats,
+    /// Loss per optimizer step (sum over its micro-batches), averaged over iterations.
+    pub loss: f64,
+    /// Fraction of tokens clipped below `1 - epsilon` with negative advantage.
+    pub clip_ratio_low: f64,
+    /// Fraction of tokens clipped above `1 + epsilon_high` with positive advantage.
+    pub clip_ratio_high: f64,
+    /// Fraction of tokens clipped either way.
+    pub clip_ratio_region: f64,
+    /// Mean k3 KL to the reference policy (`None` when `beta == 0`, as TRL does not log it).
+    pub kl: Option<f64>,
+    /// Mean token entropy, when the log-prob function returned entropies.
+    pub entropy: Option<f64>,
+    /// Global gradient norm before clipping, averaged over optimizer steps.
+    pub grad_norm: f64,
+    /// Learning rate of the last optimizer step.
+    pub learning_rate: f64,
+    /// Completion tokens that entered the loss (after masking), per iteration.
+    pub num_tokens: f64,
+    /// Optimizer steps applied (skipped non-finite steps are not counted).
+    pub optimizer_steps: usize,
+    /// Optimizer steps skipped because the gradient norm was not finite.
+    pub skipped_steps: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rollout_stats_by_hand() {
+        let s = rollout_stats(
+            &[0.0, 0.0, 1.0, 0.0, 1.0, 1.0],
+            &[0, 0, 1, 1, 2, 2],
+            &[2, 4, 6, 8, 10, 12],
+            &[false, false, false, false, false, true],
+        )
+        .unwrap();
+        assert_eq!((s.completions, s.groups), (6, 3));
+        assert!((s.reward_mean - 0.5).abs() < 1e-15);
+        assert!((s.frac_reward_zero - 1.0 / 3.0).abs() < 1e-15);
+        assert!((s.frac_reward_zero_std - 4.0 / 6.0).abs() < 1e-15);
+        assert_eq!((s.completion_length_min, s.completion_length_max), (2, 12));
+        assert!((s.completion_length_mean - 7.0).abs() < 1e-15);
+        assert!((s.frac_truncated - 1.0 / 6.0).abs() < 1e-15);
+        let json = serde_json::to_value(StepMetrics { rollout: s, ..Default::default() }).unwrap();
+        assert_eq!(json["frac_reward_zero_std"], serde_json::json!(4.0 / 6.0));
+    }
+
+    #[test]
+    fn rejects_mismatched_lengths() {
+        assert!(rollout_stats(&[1.0, 0.0], &[0, 0], &[1], &[false, false]).is_err());
+    }
+}

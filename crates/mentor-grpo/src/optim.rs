@@ -1,0 +1,251 @@
+//! The optimizer step: gradient accumulation over micro-batches, global L2 grad-norm clipping
+//! and AdamW (decoupled weight decay, candle-nn's `AdamW`) driven by an [`LrSchedule`].
+//!
+//! Works on any `Vec<Var>` (for example `candle_nn::VarMap::all_vars()`), on gradients from
+//! `Tensor::backward` ([`GradStore`]). Variables that received no gradient are left untouched,
+//! as in PyTorch.
+
+use candle_core::backprop::GradStore;
+use candle_core::{DType, Tensor, Var};
+use candle_nn::{AdamW, Optimizer as _, ParamsAdamW};
+
+use crate::config::GrpoConfig;
+use crate::error::{Error, Result};
+use crate::schedule::LrSchedule;
+
+/// PyTorch's `clip_grad_norm_` epsilon: `coef = max_norm / (total_norm + 1e-6)`.
+const CLIP_EPSILON: f64 = 1e-6;
+
+/// Global L2 norm of the gradients of `vars` (those without a gradient count as zero).
+pub fn grad_norm(vars: &[Var], grads: &GradStore) -> Result<f64> {
+    let mut sq = 0.0f64;
+    for v in vars {
+        if let Some(g) = grads.get(v.as_tensor()) {
+            sq += g.to_dtype(DType::F64)?.sqr()?.sum_all()?.to_scalar::<f64>()?;
+        }
+    }
+    Ok(sq.sqrt())
+}
+
+/// PyTorch `clip_grad_norm_`: when the global norm exceeds `max_norm`, scale every gradient by
+/// `max_norm / (norm + 1e-6)`. Returns the norm **before** clipping (what TRL logs as
+/// `grad_norm`). `max_norm <= 0` only measures. A non-finite norm is returned unchanged and
+/// the gradients are left alone (the caller decides whether to skip the step).
+pub fn clip_grad_norm(vars: &[Var], grads: &mut GradStore, max_norm: f64) -> Result<f64> {
+    let norm = grad_norm(vars, grads)?;
+    if max_norm > 0.0 && norm.is_finite() {
+        let coef = max_norm / (norm + CLIP_EPSILON);
+        if coef < 1.0 {
+            for v in vars {
+                if let Some(g) = grads.remove(v.as_tensor()) {
+                    grads.insert(v.as_tensor(), (g * coef)?);
+                }
+            }
+        }
+    }
+    Ok(norm)
+}
+
+/// Sums the gradients of a fixed set of variables over several backward passes, keeping only
+/// those (a `GradStore` from `backward` also holds every intermediate tensor's gradient).
+#[derive(Debug)]
+pub struct GradAccumulator {
+    vars: Vec<Var>,
+    sums: Vec<Option<Tensor>>,
+}
+
+impl GradAccumulator {
+    /// An empty accumulator for `vars`.
+    pub fn new(vars: Vec<Var>) -> Self {
+        let sums = vec![None; vars.len()];
+        Self { vars, sums }
+    }
+
+    /// Add the variables' gradients from one backward pass.
+    pub fn add(&mut self, grads: &GradStore) -> Result<()> {
+        for (v, sum) in self.vars.iter().zip(self.sums.iter_mut()) {
+            if let Some(g) = grads.get(v.as_tensor()) {
+                *sum = Some(match sum.take() {
+                    None => g.detach(),
+                    Some(s) => (s + g)?.detach(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Backward `loss` and add the variables' gradients.
+    pub fn backward(&mut self, loss: &Tensor) -> Result<()> {
+        let grads = loss.backward()?;
+        self.add(&grads)
+    }
+
+    /// The accumulated gradients as a [`GradStore`], resetting the accumulator.
+    pub fn take(&mut self) -> GradStore {
+        let mut store = GradStore::default();
+        for (v, sum) in self.vars.iter().zip(self.sums.iter_mut()) {
+            if let Some(g) = sum.take() {
+                store.insert(v.as_tensor(), g);
+            }
+        }
+        store
+    }
+}
+
+/// What one optimizer step did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepReport {
+    /// Global gradient norm before clipping.
+    pub grad_norm: f64,
+    /// Learning rate used for this step.
+    pub learning_rate: f64,
+    /// Whether the parameters were updated (false when the gradient norm was not finite).
+    pub applied: bool,
+}
+
+/// AdamW + LR schedule + grad-norm clipping over a set of variables.
+#[derive(Debug)]
+pub struct Optimizer {
+    vars: Vec<Var>,
+    adamw: AdamW,
+    schedule: LrSchedule,
+    max_grad_norm: f64,
+    step: usize,
+}
+
+impl Optimizer {
+    /// Optimizer for `vars` with the config's AdamW, clipping and schedule settings, over
+    /// `total_steps` optimizer steps (the schedule's horizon).
+    pub fn new(vars: Vec<Var>, config: &GrpoConfig, total_steps: usize) -> Result<Self> {
+        config.validate()?;
+        if vars.is_empty() {
+            return Err(Error::config("vars", "no trainable variables"));
+        }
+        let schedule = LrSchedule::from_config(config, total_steps)?;
+        let params = ParamsAdamW {
+            lr: schedule.lr(0),
+            beta1: config.adam_beta1,
+            beta2: config.adam_beta2,
+            eps: config.adam_epsilon,
+            weight_decay: config.weight_decay,
+        };
+        let adamw = AdamW::new(vars.clone(), params)?;
+        Ok(Self { vars, adamw, schedule, max_grad_norm: config.max_grad_norm, step: 0 })
+    }
+
+    /// The variables being optimized.
+    pub fn vars(&self) -> &[Var] {
+        &self.vars
+    }
+
+    /// Optimizer steps applied so far.
+    pub fn steps_taken(&self) -> usize {
+        self.step
+    }
+
+    /// Learning rate the next step will use.
+    pub fn next_learning_rate(&self) -> f64 {
+        self.schedule.lr(self.step)
+    }
+
+    /// Clip `grads` (in place) and apply one AdamW step at the scheduled learning rate. When
+    /// the gradient norm is NaN or infinite the parameters are left unchanged, the step is
+    /// reported with `applied = false`, and the schedule does not advance.
+    pub fn step(&mut self, grads: &mut GradStore) -> Result<StepReport> {
+        let grad_norm = clip_grad_norm(&self.vars, grads, self.max_grad_norm)?;
+        let learning_rate = self.schedule.lr(self.step);
+        if !grad_norm.is_finite() {
+            return Ok(StepReport { grad_norm, learning_rate, applied: false });
+        }
+        self.adamw.set_learning_rate(learning_rate);
+        self.adamw.step(grads)?;
+        self.step += 1;
+        Ok(StepReport { grad_norm, learning_rate, applied: true })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::Device;
+
+    use super::*;
+    use crate::config::LrSchedulerType;
+
+    fn var(v: &[f64]) -> Var {
+        Var::from_slice(v, v.len(), &Device::Cpu).unwrap()
+    }
+
+    #[test]
+    fn clip_scales_to_max_norm_and_reports_pre_clip_norm() {
+        let a = var(&[3.0, 0.0]);
+        let b = var(&[0.0, 4.0]);
+        let half_sq = |v: &Var| (v.as_tensor().sqr().unwrap().sum_all().unwrap() * 0.5).unwrap();
+        let loss = (half_sq(&a) + half_sq(&b)).unwrap();
+        let mut grads = loss.backward().unwrap(); // grads = (3, 0), (0, 4): norm 5
+        let vars = [a.clone(), b.clone()];
+        let norm = clip_grad_norm(&vars, &mut grads, 1.0).unwrap();
+        assert!((norm - 5.0).abs() < 1e-12);
+        let after = grad_norm(&vars, &grads).unwrap();
+        assert!((after - 5.0 / (5.0 + 1e-6)).abs() < 1e-12);
+        // Below the threshold nothing changes.
+        let norm2 = clip_grad_norm(&vars, &mut grads, 10.0).unwrap();
+        assert!((norm2 - after).abs() < 1e-15);
+    }
+
+    #[test]
+    fn first_adamw_step_moves_each_param_by_lr_against_the_gradient_sign() {
+        // Adam's first bias-corrected step is lr * g / (|g| + eps): about lr * sign(g).
+        let x = var(&[1.0, -2.0]);
+        let cfg = GrpoConfig {
+            learning_rate: 0.1,
+            lr_scheduler_type: LrSchedulerType::Constant,
+            max_grad_norm: 0.0,
+            ..Default::default()
+        };
+        let mut opt = Optimizer::new(vec![x.clone()], &cfg, 10).unwrap();
+        let loss = x.as_tensor().sqr().unwrap().sum_all().unwrap();
+        let mut grads = loss.backward().unwrap();
+        let report = opt.step(&mut grads).unwrap();
+        assert!(report.applied);
+        assert!((report.grad_norm - (4.0f64 + 16.0).sqrt()).abs() < 1e-12);
+        let v = x.as_tensor().to_vec1::<f64>().unwrap();
+        assert!((v[0] - 0.9).abs() < 1e-6 && (v[1] + 1.9).abs() < 1e-6, "{v:?}");
+        assert_eq!(opt.steps_taken(), 1);
+    }
+
+    #[test]
+    fn weight_decay_is_decoupled() {
+        // Zero gradient: only the decay acts, p <- p * (1 - lr * wd).
+        let x = var(&[2.0]);
+        let cfg = GrpoConfig {
+            learning_rate: 0.1,
+            weight_decay: 0.5,
+            lr_scheduler_type: LrSchedulerType::Constant,
+            ..Default::default()
+        };
+        let mut opt = Optimizer::new(vec![x.clone()], &cfg, 1).unwrap();
+        let loss = (x.as_tensor() * 0.0).unwrap().sum_all().unwrap();
+        let mut grads = loss.backward().unwrap();
+        opt.step(&mut grads).unwrap();
+        let v = x.as_tensor().to_vec1::<f64>().unwrap()[0];
+        assert!((v - 2.0 * (1.0 - 0.05)).abs() < 1e-12, "{v}");
+    }
+
+    #[test]
+    fn accumulator_sums_micro_batch_gradients_and_skips_non_finite_steps() {
+        let x = var(&[1.0]);
+        let mut acc = GradAccumulator::new(vec![x.clone()]);
+        acc.backward(&(x.as_tensor() * 2.0).unwrap().sum_all().unwrap()).unwrap();
+        acc.backward(&(x.as_tensor() * 3.0).unwrap().sum_all().unwrap()).unwrap();
+        let mut grads = acc.take();
+        assert_eq!(grads.get(x.as_tensor()).unwrap().to_vec1::<f64>().unwrap(), vec![5.0]);
+        assert!(acc.take().get(x.as_tensor()).is_none());
+
+        let cfg = GrpoConfig { learning_rate: 0.1, ..Default::default() };
+        let mut opt = Optimizer::new(vec![x.clone()], &cfg, 1).unwrap();
+        grads.insert(x.as_tensor(), Tensor::new(&[f64::NAN], &Device::Cpu).unwrap());
+        let r = opt.step(&mut grads).unwrap();
+        assert!(!r.applied && r.grad_norm.is_nan());
+        assert_eq!(x.as_tensor().to_vec1::<f64>().unwrap(), vec![1.0]);
+    }
+}

@@ -1,0 +1,222 @@
+//! One GRPO update over a generation batch: advantages, truncation masking, fixed old
+//! log-probs, `num_iterations` optimizer steps, each over `gradient_accumulation_steps`
+//! micro-batches, then step metrics.
+//!
+//! The policy stays outside: the caller passes a function that returns differentiable
+//! per-token log-probs for a set of batch rows. The function is called once per micro-batch
+//! per iteration, plus once over all rows (result detached) to fix the old log-probs when
+//! `num_iterations > 1` and the batch carries none.
+
+use candle_core::{Device, Tensor, Var};
+
+use crate::advantage::group_advantages;
+use crate::config::GrpoConfig;
+use crate::error::{Error, Result};
+use crate::loss::{grpo_loss, mask_tokens, LossInputs, LossScale, LossStats};
+use crate::masking::mask_truncated;
+use crate::metrics::{rollout_stats, StepMetrics};
+use crate::optim::{GradAccumulator, Optimizer};
+
+/// A scored generation batch. Row `i` of every field is completion `i`.
+#[derive(Debug, Clone)]
+pub struct RolloutBatch {
+    /// Reward per completion.
+    pub rewards: Vec<f64>,
+    /// Group (prompt) id per completion; advantages are relative within a group.
+    pub group_ids: Vec<usize>,
+    /// Completion mask `[batch, seq]`: 1 for completion tokens, 0 for padding.
+    pub mask: Tensor,
+    /// Whether each completion hit the length limit without an end-of-sequence token.
+    pub truncated: Vec<bool>,
+    /// Log-probs under the sampling policy `[batch, seq]`. `None`: computed from the
+    /// current policy before the first update (on-policy).
+    pub old_logps: Option<Tensor>,
+    /// Reference-policy log-probs `[batch, seq]`; required when `beta != 0`.
+    pub ref_logps: Option<Tensor>,
+}
+
+/// What the log-prob function returns for a set of rows.
+#[derive(Debug, Clone)]
+pub struct PolicyOutput {
+    /// Differentiable per-token log-probs of the sampled tokens, `[rows, seq]`.
+    pub logps: Tensor,
+    /// Optional per-token entropies `[rows, seq]` (metric only).
+    pub entropies: Option<Tensor>,
+}
+
+/// Owns the config and the optimizer; runs GRPO updates.
+#[derive(Debug)]
+pub struct Updater {
+    config: GrpoConfig,
+    optimizer: Optimizer,
+}
+
+impl Updater {
+    /// An updater training `vars`, with the LR schedule spanning `total_updates` generation
+    /// batches (each makes `num_iterations` optimizer steps).
+    pub fn new(config: GrpoConfig, vars: Vec<Var>, total_updates: usize) -> Result<Self> {
+        config.validate()?;
+        let optimizer = Optimizer::new(vars, &config, total_updates * config.num_iterations)?;
+        Ok(Self { config, optimizer })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &GrpoConfig {
+        &self.config
+    }
+
+    /// The optimizer (for its step count and next learning rate).
+    pub fn optimizer(&self) -> &Optimizer {
+        &self.optimizer
+    }
+
+    /// Run one update on `batch`. `logps_for(rows)` must return the current policy's
+    /// log-probs for those batch rows, in that order, with `seq` equal to the mask's.
+    pub fn update<F, E>(&mut self, batch: &RolloutBatch, mut logps_for: F) -> Result<StepMetrics>
+    where
+        F: FnMut(&[usize]) -> std::result::Result<PolicyOutput, E>,
+        E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    {
+        let cfg = &self.config;
+        let (b, t) = batch.mask.dims2()?;
+        for (what, len) in [("rewards", batch.rewards.len()), ("group_ids", batch.group_ids.len())] {
+            if len != b {
+                return Err(Error::shape(what, b, len));
+            }
+        }
+        if batch.truncated.len() != b {
+            return Err(Error::shape("truncated", b, batch.truncated.len()));
+        }
+        if cfg.beta != 0.0 && batch.ref_logps.is_none() {
+            return Err(Error::MissingInput {
+                what: "ref_logps",
+                why: "beta != 0 needs reference log-probs",
+            });
+        }
+        let device = batch.mask.device().clone();
+        let mut call = |rows: &[usize]| -> Result<PolicyOutput> {
+            let out = logps_for(rows).map_err(|e| Error::LogProbs(e.into()))?;
+            if out.logps.dims() != [rows.len(), t] {
+                return Err(Error::shape("logps", [rows.len(), t], out.logps.dims()));
+            }
+            Ok(out)
+        };
+
+        let adv = group_advantages(&batch.rewards, &batch.group_ids, cfg.scale_rewards)?;
+        let adv = Tensor::from_vec(adv.advantages, b, &device)?;
+        let mask = if cfg.mask_truncated_completions {
+            mask_truncated(&batch.mask, &batch.truncated)?
+        } else {
+            batch.mask.clone()
+        };
+        let all_rows: Vec<usize> = (0..b).collect();
+        let old = match (&batch.old_logps, cfg.num_iterations) {
+            (Some(o), _) => Some(o.detach()),
+            (None, 1) => None,
+            (None, _) => Some(call(&all_rows)?.logps.detach()),
+        };
+
+        let micro = micro_batches(b, cfg.gradient_accumulation_steps);
+        let scale = LossScale::new(micro.len().max(1), mask_tokens(&mask)?)?;
+        let mut acc = GradAccumulator::new(self.optimizer.vars().to_vec());
+        let mut stats: Vec<LossStats> = Vec::new();
+        let (mut loss_sum, mut norm_sum, mut lr, mut applied, mut skipped) = (0.0, 0.0, 0.0, 0usize, 0usize);
+        for _ in 0..cfg.num_iterations {
+            let mut step_loss = 0.0;
+            for rows in &micro {
+                let idx = index(rows, &device)?;
+                let pick = |x: &Tensor| -> Result<Tensor> { Ok(x.index_select(&idx, 0)?) };
+                let out = call(rows)?;
+                let old_mb = old.as_ref().map(pick).transpose()?;
+                let ref_mb = batch.ref_logps.as_ref().map(pick).transpose()?;
+                let (mask_mb, adv_mb) = (pick(&mask)?, pick(&adv)?);
+                let inputs = LossInputs {
+                    logps: &out.logps,
+                    old_logps: old_mb.as_ref(),
+                    ref_logps: ref_mb.as_ref(),
+                    mask: &mask_mb,
+                    advantages: &adv_mb,
+                    entropies: out.entropies.as_ref(),
+                };
+                let loss = grpo_loss(cfg, &inputs, scale)?;
+                step_loss += loss.loss.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
+                acc.backward(&loss.loss)?;
+                stats.push(loss.stats);
+            }
+            let mut grads = acc.take();
+            let report = self.optimizer.step(&mut grads)?;
+            loss_sum += step_loss;
+            norm_sum += report.grad_norm;
+            lr = report.learning_rate;
+            if report.applied {
+                applied += 1;
+            } else {
+                skipped += 1;
+            }
+        }
+
+        let lengths = row_lengths(&batch.mask)?;
+        let iters = cfg.num_iterations as f64;
+        let n = stats.len().max(1) as f64;
+        let mean = |f: &dyn Fn(&LossStats) -> f64| stats.iter().map(f).sum::<f64>() / n;
+        let mean_opt = |f: &dyn Fn(&LossStats) -> Option<f64>| -> Option<f64> {
+            let v: Vec<f64> = stats.iter().filter_map(f).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        Ok(StepMetrics {
+            rollout: rollout_stats(&batch.rewards, &batch.group_ids, &lengths, &batch.truncated)?,
+            loss: loss_sum / iters,
+            clip_ratio_low: mean(&|s| s.clip_ratio_low),
+            clip_ratio_high: mean(&|s| s.clip_ratio_high),
+            clip_ratio_region: mean(&|s| s.clip_ratio_region),
+            kl: mean_opt(&|s| s.kl),
+            entropy: mean_opt(&|s| s.entropy),
+            grad_norm: norm_sum / iters,
+            learning_rate: lr,
+            num_tokens: stats.iter().map(|s| s.tokens).sum::<f64>() / iters,
+            optimizer_steps: applied,
+            skipped_steps: skipped,
+        })
+    }
+}
+
+/// Split `rows` rows into at most `k` contiguous micro-batches whose sizes differ by at most
+/// one (fewer when there are fewer rows than `k`).
+pub fn micro_batches(rows: usize, k: usize) -> Vec<Vec<usize>> {
+    let k = k.max(1).min(rows.max(1));
+    let (base, extra) = (rows / k, rows % k);
+    let mut out = Vec::with_capacity(k);
+    let mut start = 0;
+    for i in 0..k {
+        let len = base + usize::from(i < extra);
+        if len > 0 {
+            out.push((start..start + len).collect());
+        }
+        start += len;
+    }
+    out
+}
+
+fn index(rows: &[usize], device: &Device) -> Result<Tensor> {
+    let idx: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+    Ok(Tensor::from_vec(idx, rows.len(), device)?)
+}
+
+/// Completion length per row: the row sums of the mask.
+fn row_lengths(mask: &Tensor) -> Result<Vec<usize>> {
+    let sums = mask.to_dtype(candle_core::DType::F64)?.sum(1)?.to_vec1::<f64>()?;
+    Ok(sums.into_iter().map(|s| s.round().max(0.0) as usize).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micro_batches_are_contiguous_and_balanced() {
+        assert_eq!(micro_batches(5, 2), vec![vec![0, 1, 2], vec![3, 4]]);
+        assert_eq!(micro_batches(2, 4), vec![vec![0], vec![1]]);
+        assert_eq!(micro_batches(4, 1), vec![vec![0, 1, 2, 3]]);
+        assert!(micro_batches(0, 3).is_empty());
+    }
+}
