@@ -1,7 +1,37 @@
-//! The MENTOR plug-in: collapse monitor, intervention loop, batch assembly and credit modes between rollout and GRPO update.
+//! The MENTOR plug-in: it sits between rollout and the GRPO update and changes nothing else.
 //!
-//! Owns the strategy arms (vanilla, dapo, static_hints, refinement, mentor). Talks to rollouts and verifiers through traits only.
+//! Given the scored groups of a step, the [`Plugin`]:
+//! 1. runs the [`CollapseMonitor`]: per-group collapse (all rewards zero), zero-reward-group
+//!    fraction (ZRF), zero-std fraction, and a moving window that raises and clears
+//!    *collapse events*;
+//! 2. applies the arm's [`Strategy`]: `vanilla` (nothing), `dapo` (drop all-0/all-1 groups and
+//!    refill from a [`TaskSource`]), or an intervention by any [`mentor_core::Mentor`] —
+//!    the MENTOR agents, the static-hint library or post-hoc refinement;
+//! 3. for an intervention: asks the mentor for a guarded hint, re-samples `G'` completions from
+//!    the *current* policy on the hinted prompt (through the [`Rollout`] trait), verifies them
+//!    (through [`mentor_core::Verifier`]), and escalates the level while the group still fails
+//!    and the step's budget lasts; a per-task [`HintMemory`] remembers the level that last
+//!    rescued a task and fades it as the task is solved without hints;
+//! 4. assembles the batch ([`Assembly`]: `replace`, `nurl`, `augment`) and assigns credit
+//!    ([`Credit`]: `in_context`, `stripped_is`, `stripped`, `prefix`), producing [`TrainRow`]s
+//!    with exactly what the GRPO loss needs: the prompt to condition on, the completion token
+//!    ids, behaviour log-probs where an importance ratio applies, and the advantage.
 //!
-//! **Status:** this crate has no public API yet; it is filled by the issue "mentor-integration: the plug-in". Nothing in
-//! it pretends to work in the meantime.
+//! It knows no model and no verifier: only the [`Rollout`] and `Verifier` traits.
 #![deny(missing_docs)]
+
+mod assembly;
+mod config;
+mod error;
+mod memory;
+mod monitor;
+mod plugin;
+mod rollout;
+
+pub use assembly::{Credit, TrainRow};
+pub use config::{Assembly, InterventionConfig, Strategy, Trigger};
+pub use error::{Error, Result};
+pub use memory::HintMemory;
+pub use monitor::{CollapseMonitor, CollapseReport, EventState, MonitorConfig};
+pub use plugin::{InterventionRecord, Plugin, StepMetrics, StepOutput};
+pub use rollout::{hinted_prompt, Group, Rollout, Sample, SampleRequest, Scored, TaskSource};

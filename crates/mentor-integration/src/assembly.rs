@@ -1,0 +1,113 @@
+//! Batch assembly and credit assignment: turning unhinted and hinted groups into the rows the
+//! GRPO loss consumes.
+
+use mentor_core::{HintLevel, Message};
+use mentor_grpo::{group_advantages, ScaleRewards};
+use serde::{Deserialize, Serialize};
+
+use crate::rollout::Scored;
+use crate::Result;
+
+/// Which prompt a hinted completion's log-probs are taken under, and how its advantage is set
+/// (DESIGN.md §2.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Credit {
+    /// Log-probs given the hinted prompt: on-policy with respect to what was sampled.
+    InContext,
+    /// Log-probs given the original prompt, with the hinted sampling log-probs as the
+    /// behaviour ("old") log-probs, so GRPO's clipped importance ratio corrects for the hint
+    /// (Guide-GRPO). The ratio is clipped by the GRPO config's `epsilon`/`epsilon_high`.
+    StrippedIs,
+    /// Log-probs given the original prompt, no ratio (self-distillation).
+    Stripped,
+    /// The hint's worked steps move into the completion under the original prompt (steps +
+    /// sampled continuation, all in the loss); the advantage is taken against the failed
+    /// unhinted group's baseline (`A = r − mean(unhinted rewards)`), not re-normalised inside
+    /// the hinted group, where the shared hint tokens' gradients would cancel.
+    Prefix,
+}
+
+/// One row of the GRPO batch: everything the loss needs, nothing model-specific.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainRow {
+    /// The task.
+    pub task_id: String,
+    /// The row's group in the assembled batch (rows of a group are contiguous).
+    pub group: usize,
+    /// The messages the loss's log-probs condition on.
+    pub prompt: Vec<Message>,
+    /// The completion tokens in the loss (for `prefix` credit: the hint's steps, then the
+    /// sampled continuation).
+    pub completion_ids: Vec<u32>,
+    /// Behaviour log-probs aligned with `completion_ids`, when an importance ratio applies
+    /// (`stripped_is`); `None`: on-policy (ratio 1 at the first iteration).
+    pub behaviour_logprobs: Option<Vec<f32>>,
+    /// The reward.
+    pub reward: f64,
+    /// The advantage.
+    pub advantage: f64,
+    /// Whether generation was cut by the length budget.
+    pub truncated: bool,
+    /// The hint level this row was sampled with (`None`: unhinted).
+    pub hint_level: Option<HintLevel>,
+}
+
+/// A group being assembled: rows plus how their advantages are set.
+pub(crate) struct PendingGroup {
+    pub rows: Vec<TrainRow>,
+    /// `Some(baseline)`: advantages are `reward − baseline` (prefix credit); `None`: normal
+    /// group-relative advantages.
+    pub baseline: Option<f64>,
+}
+
+/// A row from a scored sample.
+pub(crate) fn row(
+    task_id: &str,
+    prompt: Vec<Message>,
+    s: &Scored,
+    with_prefix: bool,
+    behaviour: bool,
+    hint_level: Option<HintLevel>,
+) -> TrainRow {
+    let mut ids = if with_prefix { s.sample.prefix_ids.clone() } else { Vec::new() };
+    ids.extend_from_slice(&s.sample.ids);
+    TrainRow {
+        task_id: task_id.to_string(),
+        group: 0,
+        prompt,
+        completion_ids: ids,
+        behaviour_logprobs: behaviour.then(|| s.sample.logprobs.clone()),
+        reward: s.verdict.reward(),
+        advantage: 0.0,
+        truncated: s.sample.completion.is_truncated(),
+        hint_level,
+    }
+}
+
+/// Numbers the groups, computes advantages, and flattens to rows.
+pub(crate) fn finish(groups: Vec<PendingGroup>, scale: ScaleRewards) -> Result<Vec<TrainRow>> {
+    let mut rewards = Vec::new();
+    let mut ids = Vec::new();
+    for (g, pg) in groups.iter().enumerate() {
+        for r in &pg.rows {
+            rewards.push(r.reward);
+            ids.push(g);
+        }
+    }
+    let adv = if rewards.is_empty() { Vec::new() } else { group_advantages(&rewards, &ids, scale)?.advantages };
+    let mut out = Vec::with_capacity(rewards.len());
+    let mut k = 0;
+    for (g, pg) in groups.into_iter().enumerate() {
+        for mut r in pg.rows {
+            r.group = g;
+            r.advantage = match pg.baseline {
+                Some(b) => r.reward - b,
+                None => adv[k],
+            };
+            k += 1;
+            out.push(r);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,90 @@
+//! Per-task memory of the hint level that last rescued a task, faded as the task is mastered
+//! (scaffolding that withdraws).
+
+use std::collections::HashMap;
+
+use mentor_core::HintLevel;
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    level: HintLevel,
+    unhinted_successes: u32,
+}
+
+/// Remembers, per task id, the level that last rescued it.
+#[derive(Debug, Clone, Default)]
+pub struct HintMemory {
+    entries: HashMap<String, Entry>,
+    fade_after: u32,
+}
+
+impl HintMemory {
+    /// A memory whose levels drop by one after `fade_after` unhinted successes.
+    pub fn new(fade_after: u32) -> Self {
+        Self { entries: HashMap::new(), fade_after: fade_after.max(1) }
+    }
+
+    /// The level to start at for `task_id` (the remembered one, else `default`).
+    pub fn start_level(&self, task_id: &str, default: HintLevel) -> HintLevel {
+        self.entries.get(task_id).map_or(default, |e| e.level.max(default))
+    }
+
+    /// The level remembered for `task_id`, if any.
+    pub fn level(&self, task_id: &str) -> Option<HintLevel> {
+        self.entries.get(task_id).map(|e| e.level)
+    }
+
+    /// Records that a hint at `level` rescued `task_id`.
+    pub fn rescued(&mut self, task_id: &str, level: HintLevel) {
+        self.entries.insert(task_id.to_string(), Entry { level, unhinted_successes: 0 });
+    }
+
+    /// Records that `task_id` was solved without a hint (at least one success in its group):
+    /// after `fade_after` such steps the level drops by one, and below level 1 it is forgotten.
+    pub fn solved_unhinted(&mut self, task_id: &str) {
+        let Some(e) = self.entries.get_mut(task_id) else { return };
+        e.unhinted_successes += 1;
+        if e.unhinted_successes >= self.fade_after {
+            match HintLevel::try_from(e.level.get() - 1) {
+                Ok(lower) => *e = Entry { level: lower, unhinted_successes: 0 },
+                Err(_) => {
+                    self.entries.remove(task_id);
+                }
+            }
+        }
+    }
+
+    /// Number of tasks remembered.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remembers_then_fades() {
+        let mut m = HintMemory::new(2);
+        assert_eq!(m.start_level("t", HintLevel::NUDGE), HintLevel::NUDGE);
+        m.rescued("t", HintLevel::PARTIAL_SOLUTION);
+        assert_eq!(m.start_level("t", HintLevel::NUDGE), HintLevel::PARTIAL_SOLUTION);
+        m.solved_unhinted("t");
+        assert_eq!(m.level("t"), Some(HintLevel::PARTIAL_SOLUTION), "one success is not enough");
+        m.solved_unhinted("t");
+        assert_eq!(m.level("t"), Some(HintLevel::PLAN));
+        m.solved_unhinted("t");
+        m.solved_unhinted("t");
+        assert_eq!(m.level("t"), Some(HintLevel::NUDGE));
+        m.solved_unhinted("t");
+        m.solved_unhinted("t");
+        assert_eq!(m.level("t"), None, "forgotten below level 1");
+        assert!(m.is_empty());
+    }
+}

@@ -1,0 +1,86 @@
+//! What the plug-in needs from the policy and the data: the [`Rollout`] and [`TaskSource`]
+//! traits, and the sample / group types that flow through a step.
+
+use mentor_core::{Completion, Hint, Message, Role, Task, Verdict};
+
+/// One sampled completion with what the loss needs from the sampler.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// The completion text (without any forced prefix).
+    pub completion: Completion,
+    /// Token ids of a forced assistant prefix (empty when none was given).
+    pub prefix_ids: Vec<u32>,
+    /// Token ids the policy sampled.
+    pub ids: Vec<u32>,
+    /// The sampling (behaviour) log-prob of each sampled id.
+    pub logprobs: Vec<f32>,
+}
+
+/// A sample with its verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    /// The sample.
+    pub sample: Sample,
+    /// Its judgement.
+    pub verdict: Verdict,
+}
+
+/// The G scored completions of one task, sampled without hints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// The task.
+    pub task: Task,
+    /// Its completions.
+    pub samples: Vec<Scored>,
+}
+
+impl Group {
+    /// Rewards in sample order.
+    pub fn rewards(&self) -> Vec<f64> {
+        self.samples.iter().map(|s| s.verdict.reward()).collect()
+    }
+
+    /// Whether every reward is zero (a collapsed group).
+    pub fn is_collapsed(&self) -> bool {
+        !self.samples.is_empty() && self.samples.iter().all(|s| s.verdict.reward() == 0.0)
+    }
+}
+
+/// What to sample: a prompt, optionally a forced start of the assistant's answer, how many.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleRequest<'a> {
+    /// The task being attempted.
+    pub task: &'a Task,
+    /// The prompt messages (the task's prompt, plus a hint message for hinted attempts).
+    pub prompt: &'a [Message],
+    /// Text the assistant's answer is forced to start with; the policy continues after it.
+    pub assistant_prefix: Option<&'a str>,
+    /// Number of completions.
+    pub n: usize,
+}
+
+/// The current policy, as the plug-in sees it. Sampling must be on-policy (the weights the
+/// next update starts from) with the training temperature.
+pub trait Rollout {
+    /// Samples `request.n` completions.
+    fn sample(&mut self, request: &SampleRequest<'_>) -> Result<Vec<Sample>, String>;
+}
+
+/// More tasks, for DAPO's refill of dropped groups.
+pub trait TaskSource {
+    /// The next training task, or `None` when exhausted.
+    fn next_task(&mut self) -> Option<Task>;
+}
+
+/// The task's prompt with the hint appended as a final user message.
+pub fn hinted_prompt(task: &Task, hint: &Hint) -> Vec<Message> {
+    let mut prompt = task.prompt.clone();
+    match prompt.last_mut() {
+        Some(last) if last.role == Role::User => {
+            last.content.push_str("\n\nHint: ");
+            last.content.push_str(&hint.text);
+        }
+        _ => prompt.push(Message::user(format!("Hint: {}", hint.text))),
+    }
+    prompt
+}

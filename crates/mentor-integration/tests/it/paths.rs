@@ -1,0 +1,183 @@
+use mentor_grpo::ScaleRewards;
+use mentor_integration::{
+    Assembly, Credit, EventState, InterventionConfig, MonitorConfig, Plugin, Strategy, Trigger,
+};
+use mentor_verify_math::MathVerifier;
+
+use crate::{groups, level, task, LevelMentor, Scripted, Tasks};
+
+fn mentor_arm(config: InterventionConfig) -> Plugin {
+    Plugin::new(Strategy::Intervene { mentor: Box::new(LevelMentor), config }, MonitorConfig::default(), ScaleRewards::Group)
+}
+
+fn cfg(assembly: Assembly, credit: Credit) -> InterventionConfig {
+    InterventionConfig { hinted_samples: 4, assembly, credit, ..InterventionConfig::default() }
+}
+
+#[test]
+fn collapse_is_detected_and_the_hint_escalates_to_the_rescuing_level() {
+    let mut policy = Scripted::new(&[("a", 3), ("b", 0)]);
+    let tasks = [task("a", "12"), task("b", "7")];
+    let gs = groups(&mut policy, &tasks, 4);
+    let mut plugin = mentor_arm(cfg(Assembly::Replace, Credit::Prefix));
+    let out = plugin.process(gs, &mut policy, &MathVerifier::default(), None).unwrap();
+    let m = &out.metrics;
+    assert_eq!((m.groups, m.collapsed, m.zrf), (2, 1, 0.5));
+    assert_eq!((m.intervened, m.rescued, m.extra_rollouts), (1, 1, 12));
+    assert_eq!(m.levels_used.get("1"), Some(&1));
+    assert_eq!(m.levels_used.get("3"), Some(&1));
+    let rec = &out.interventions[0];
+    assert_eq!(rec.hints.iter().map(|h| h.level.get()).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert!(rec.rescued);
+    // The level-3 attempt was sampled with the hint's steps forced as the answer's start.
+    let hinted_calls: Vec<_> = policy.calls.iter().filter(|c| c.1.is_some()).collect();
+    assert_eq!(hinted_calls.len(), 3);
+    assert!(hinted_calls[2].2 && !hinted_calls[0].2);
+    assert_eq!(plugin.memory().level("a"), Some(level(3)));
+}
+
+#[test]
+fn budgets_are_respected() {
+    let mut policy = Scripted::new(&[("a", 3), ("b", 3), ("c", 3)]);
+    let tasks = [task("a", "1"), task("b", "2"), task("c", "3")];
+    let gs = groups(&mut policy, &tasks, 4);
+    let mut c = cfg(Assembly::Replace, Credit::Prefix);
+    c.max_extra_rollouts_per_step = 8;
+    let mut plugin = mentor_arm(c);
+    let out = plugin.process(gs, &mut policy, &MathVerifier::default(), None).unwrap();
+    assert_eq!(out.metrics.extra_rollouts, 8, "two hinted attempts of 4 fit the budget");
+    assert_eq!(out.metrics.rescued, 0);
+    assert_eq!(out.interventions[0].hints.len(), 2);
+    assert_eq!(out.rows.len(), 12, "unrescued groups stay as they were");
+
+    let gs = groups(&mut policy, &tasks, 4);
+    let mut c = cfg(Assembly::Replace, Credit::Prefix);
+    c.max_interventions_per_step = 1;
+    c.start_level = level(3);
+    let out = mentor_arm(c).process(gs, &mut policy, &MathVerifier::default(), None).unwrap();
+    assert_eq!((out.metrics.intervened, out.metrics.rescued), (1, 1));
+}
+
+#[test]
+fn memory_starts_at_the_rescuing_level_and_fades() {
+    let mut policy = Scripted::new(&[("a", 2)]);
+    let tasks = [task("a", "5")];
+    let mut plugin = mentor_arm(cfg(Assembly::Replace, Credit::Prefix));
+    let v = MathVerifier::default();
+    let out = plugin.process(groups(&mut policy, &tasks, 4), &mut policy, &v, None).unwrap();
+    assert_eq!(out.interventions[0].hints.len(), 2, "levels 1 then 2");
+    let out = plugin.process(groups(&mut policy, &tasks, 4), &mut policy, &v, None).unwrap();
+    assert_eq!(out.interventions[0].hints[0].level, level(2), "starts at the remembered level");
+    // The task becomes solvable without hints: the memory fades.
+    policy.needs.insert("a".into(), 0);
+    let out = plugin.process(groups(&mut policy, &tasks, 4), &mut policy, &v, None).unwrap();
+    assert_eq!(out.metrics.intervened, 0);
+    assert_eq!(plugin.memory().level("a"), Some(level(1)));
+}
+
+#[test]
+fn each_assembly_and_credit_mode_produces_the_right_rows() {
+    let v = MathVerifier::default();
+    let tasks = [task("a", "12"), task("b", "7")];
+    for assembly in [Assembly::Replace, Assembly::Augment, Assembly::Nurl { keep_unhinted: 1 }] {
+        for credit in [Credit::InContext, Credit::StrippedIs, Credit::Stripped, Credit::Prefix] {
+            let mut policy = Scripted::new(&[("a", 3), ("b", 0)]);
+            let gs = groups(&mut policy, &tasks, 4);
+            let mut c = cfg(assembly, credit);
+            c.start_level = level(3);
+            let out = mentor_arm(c).process(gs, &mut policy, &v, None).unwrap();
+            let rows = &out.rows;
+            let expected = match assembly {
+                Assembly::Augment => 12,
+                _ => 8,
+            };
+            assert_eq!(rows.len(), expected, "{assembly:?} {credit:?}");
+            let hinted: Vec<_> = rows.iter().filter(|r| r.hint_level.is_some()).collect();
+            let want_hinted = if matches!(assembly, Assembly::Nurl { .. }) { 3 } else { 4 };
+            assert_eq!(hinted.len(), want_hinted, "{assembly:?} {credit:?}");
+            for r in &hinted {
+                let prompt = &r.prompt.last().unwrap().content;
+                match credit {
+                    Credit::InContext => assert!(prompt.contains("Hint: [L3]"), "{prompt}"),
+                    _ => assert_eq!(prompt, "Problem a", "{credit:?}"),
+                }
+                assert_eq!(r.behaviour_logprobs.is_some(), credit == Credit::StrippedIs);
+                if let Some(b) = &r.behaviour_logprobs {
+                    assert_eq!(b.len(), r.completion_ids.len());
+                }
+                let starts_with_steps = r.completion_ids.starts_with(&"Step one. ".bytes().map(u32::from).collect::<Vec<_>>());
+                assert_eq!(starts_with_steps, credit == Credit::Prefix, "{credit:?}");
+                if credit == Credit::Prefix {
+                    assert_eq!(r.advantage, r.reward, "A = r − 0 against the collapsed group's baseline");
+                }
+            }
+            if credit != Credit::Prefix {
+                // Group-relative advantages sum to zero in every group.
+                for g in 0..=rows.iter().map(|r| r.group).max().unwrap() {
+                    let s: f64 = rows.iter().filter(|r| r.group == g).map(|r| r.advantage).sum();
+                    assert!(s.abs() < 1e-9, "{assembly:?} {credit:?} group {g}: {s}");
+                }
+            }
+            if let Assembly::Nurl { .. } = assembly {
+                let group_a: Vec<_> = rows.iter().filter(|r| r.task_id == "a").collect();
+                assert_eq!(group_a.len(), 4);
+                assert!(group_a[0].hint_level.is_none() && group_a[1].hint_level.is_some());
+            }
+        }
+    }
+}
+
+#[test]
+fn collapse_events_gate_the_on_event_trigger() {
+    let v = MathVerifier::default();
+    let mut policy = Scripted::new(&[("a", 1), ("b", 0), ("c", 0), ("d", 0)]);
+    let tasks = [task("a", "1"), task("b", "2"), task("c", "3"), task("d", "4")];
+    let mut c = cfg(Assembly::Replace, Credit::Prefix);
+    c.trigger = Trigger::OnCollapseEvent;
+    let mut plugin = Plugin::new(
+        Strategy::Intervene { mentor: Box::new(LevelMentor), config: c },
+        MonitorConfig { window: 2, raise_above: 0.5, clear_below: 0.3 },
+        ScaleRewards::Group,
+    );
+    let out = plugin.process(groups(&mut policy, &tasks, 2), &mut policy, &v, None).unwrap();
+    assert_eq!((out.metrics.event, out.metrics.intervened), (Some(EventState::Quiet), 0), "ZRF 0.25: no event");
+    for t in ["b", "c", "d"] {
+        policy.needs.insert(t.into(), 1);
+    }
+    let out = plugin.process(groups(&mut policy, &tasks, 2), &mut policy, &v, None).unwrap();
+    assert_eq!(out.metrics.event, Some(EventState::Started), "window mean (0.25 + 1) / 2 > 0.5");
+    assert_eq!(out.metrics.intervened, 4);
+    for t in ["a", "b", "c", "d"] {
+        policy.needs.insert(t.into(), 0);
+    }
+    plugin.process(groups(&mut policy, &tasks, 2), &mut policy, &v, None).unwrap();
+    let out = plugin.process(groups(&mut policy, &tasks, 2), &mut policy, &v, None).unwrap();
+    assert_eq!(out.metrics.event, Some(EventState::Cleared));
+}
+
+#[test]
+fn vanilla_keeps_collapsed_groups_with_zero_advantage() {
+    let mut policy = Scripted::new(&[("a", 4), ("b", 0)]);
+    let tasks = [task("a", "1"), task("b", "2")];
+    let mut plugin = Plugin::new(Strategy::Vanilla, MonitorConfig::default(), ScaleRewards::Group);
+    let out = plugin.process(groups(&mut policy, &tasks, 4), &mut policy, &MathVerifier::default(), None).unwrap();
+    assert_eq!(out.rows.len(), 8);
+    assert!(out.rows.iter().filter(|r| r.task_id == "a").all(|r| r.advantage == 0.0));
+    assert_eq!((out.metrics.collapsed, out.metrics.extra_rollouts), (1, 0));
+}
+
+#[test]
+fn dapo_drops_constant_groups_and_refills() {
+    // "a" always fails (all-0), "b" half right (kept), "c" never sampled unless refilled.
+    let mut policy = Scripted::new(&[("a", 4), ("b", 0), ("c", 0), ("d", 4)]);
+    let tasks = [task("a", "1"), task("b", "2")];
+    let mut plugin = Plugin::new(Strategy::Dapo { max_refill_groups: 3 }, MonitorConfig::default(), ScaleRewards::Group);
+    let mut source = Tasks(vec![task("d", "4"), task("c", "3")]);
+    let out = plugin
+        .process(groups(&mut policy, &tasks, 4), &mut policy, &MathVerifier::default(), Some(&mut source))
+        .unwrap();
+    assert_eq!(out.metrics.dapo_dropped, 1);
+    assert_eq!(out.metrics.dapo_refilled, 1, "d is all-0 too and is skipped; c is kept");
+    let ids: Vec<&str> = out.rows.iter().map(|r| r.task_id.as_str()).collect();
+    assert_eq!(ids, vec!["b", "b", "b", "b", "c", "c", "c", "c"]);
+}
