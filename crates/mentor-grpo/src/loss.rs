@@ -339,6 +339,26 @@ mod tests {
     }
 
     #[test]
+    fn entropy_metric_is_the_mean_over_real_tokens() {
+        let x = Tensor::new(&[[-1.0f64, -1.0, -1.0], [-1.0, -1.0, -1.0]], &Device::Cpu).unwrap();
+        let mask = Tensor::new(&[[1.0f64, 1.0, 0.0], [1.0, 0.0, 0.0]], &Device::Cpu).unwrap();
+        let ent = Tensor::new(&[[1.0f64, 2.0, 100.0], [3.0, 100.0, 100.0]], &Device::Cpu).unwrap();
+        let adv = Tensor::new(&[1.0f64, -1.0], &Device::Cpu).unwrap();
+        let inputs = LossInputs {
+            logps: &x,
+            old_logps: None,
+            ref_logps: None,
+            mask: &mask,
+            advantages: &adv,
+            entropies: Some(&ent),
+        };
+        let out = grpo_loss(&GrpoConfig::default(), &inputs, LossScale::single(&mask).unwrap()).unwrap();
+        close(out.stats.entropy.unwrap(), 2.0);
+        close(out.stats.tokens, 3.0);
+        assert_eq!(out.stats.kl, None);
+    }
+
+    #[test]
     fn errors_instead_of_panicking_on_bad_inputs() {
         let cfg = GrpoConfig { beta: 0.1, ..Default::default() };
         let x = t(&[-1.0, -1.0]);

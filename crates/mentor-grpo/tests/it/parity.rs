@@ -109,8 +109,9 @@ fn group_ids(n: usize, group_size: usize) -> Vec<usize> {
     (0..n).map(|i| i / group_size).collect()
 }
 
-fn close(what: &str, got: f64, want: f64) {
+fn close(what: &str, got: f64, want: f64) -> f64 {
     assert!((got - want).abs() <= TOL, "{what}: got {got:e}, want {want:e}, diff {:e}", (got - want).abs());
+    (got - want).abs()
 }
 
 #[test]
@@ -150,6 +151,7 @@ fn loss_and_gradient_match_trl_for_every_case() {
     let mask = t2(&fx.inputs.completion_mask);
 
     let mut compared = 0usize;
+    let (mut worst_loss, mut worst_grad) = (0f64, 0f64);
     for (k, case) in fx.cases.iter().enumerate() {
         let config = GrpoConfig {
             epsilon: fx.meta.epsilon_low,
@@ -195,7 +197,9 @@ fn loss_and_gradient_match_trl_for_every_case() {
             close(&format!("{what} loss"), out.loss.to_scalar::<f64>().unwrap(), case.micro_batch_losses[m]);
             let want = &case.metrics_per_micro_batch[m];
             match (out.stats.kl, want.kl) {
-                (Some(a), Some(b)) => close(&format!("{what} kl"), a, b),
+                (Some(a), Some(b)) => {
+                    close(&format!("{what} kl"), a, b);
+                }
                 (None, None) => {}
                 (a, b) => panic!("{what} kl presence differs: {a:?} vs {b:?}"),
             }
@@ -208,7 +212,8 @@ fn loss_and_gradient_match_trl_for_every_case() {
             });
         }
         let total = total.expect("at least one micro-batch");
-        close(&format!("case {k} total loss"), total.to_scalar::<f64>().unwrap(), case.loss);
+        let d = close(&format!("case {k} total loss"), total.to_scalar::<f64>().unwrap(), case.loss);
+        worst_loss = worst_loss.max(d);
 
         let grads = total.backward().unwrap();
         let grad = grads.get(logps.as_tensor()).expect("gradient reaches the log-probs");
@@ -216,13 +221,14 @@ fn loss_and_gradient_match_trl_for_every_case() {
         let grad = grad.to_vec2::<f64>().unwrap();
         for (i, (row, want_row)) in grad.iter().zip(&case.grad_wrt_per_token_logps).enumerate() {
             for (j, (g, w)) in row.iter().zip(want_row).enumerate() {
-                close(&format!("case {k} grad[{i}][{j}]"), *g, *w);
+                worst_grad = worst_grad.max(close(&format!("case {k} grad[{i}][{j}]"), *g, *w));
             }
         }
         compared += 1;
     }
     eprintln!(
-        "TRL parity: compared {compared} GRPO loss cases (loss, micro-batch losses, gradient, metrics)"
+        "TRL parity: compared {compared} GRPO loss cases (loss, micro-batch losses, gradient, metrics); \
+         worst |loss diff| {worst_loss:e}, worst |grad diff| {worst_grad:e}"
     );
     assert!(compared > 0, "no fixture cases were compared");
     assert_eq!(compared, fx.cases.len());
