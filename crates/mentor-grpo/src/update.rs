@@ -33,6 +33,10 @@ pub struct RolloutBatch {
     pub old_logps: Option<Tensor>,
     /// Reference-policy log-probs `[batch, seq]`; required when `beta != 0`.
     pub ref_logps: Option<Tensor>,
+    /// Advantages computed by the caller, one per row, used instead of the group-relative
+    /// ones. MENTOR's `prefix` credit mode takes hinted rows' advantages against the failed
+    /// unhinted group's baseline, which a group-relative normalisation would undo.
+    pub advantages: Option<Vec<f64>>,
 }
 
 /// What the log-prob function returns for a set of rows.
@@ -102,8 +106,15 @@ impl Updater {
             Ok(out)
         };
 
-        let adv = group_advantages(&batch.rewards, &batch.group_ids, cfg.scale_rewards)?;
-        let adv = Tensor::from_vec(adv.advantages, b, &device)?;
+        let adv = match &batch.advantages {
+            Some(a) if a.len() != b => return Err(Error::shape("advantages", b, a.len())),
+            Some(a) if a.iter().any(|x| !x.is_finite()) => {
+                return Err(Error::MissingInput { what: "advantages", why: "every advantage must be finite" })
+            }
+            Some(a) => a.clone(),
+            None => group_advantages(&batch.rewards, &batch.group_ids, cfg.scale_rewards)?.advantages,
+        };
+        let adv = Tensor::from_vec(adv, b, &device)?;
         let mask = if cfg.mask_truncated_completions {
             mask_truncated(&batch.mask, &batch.truncated)?
         } else {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use mentor_core::{
-    Attempt, Diagnosis, GuardRejection, Hint, HintLevel, MentorRequest, Task, Verifier,
+    Attempt, Diagnosis, GuardRejection, Hint, MentorRequest, Task, Verifier,
 };
 use mentor_grpo::{dynamic_sampling_filter, ScaleRewards};
 use serde::Serialize;

@@ -110,6 +110,7 @@ fn sample(policy: &Policy, rng: &mut Rng) -> Rollout {
             truncated,
             old_logps: None,
             ref_logps: None,
+            advantages: None,
         },
         prompts,
         tokens: Tensor::from_vec(tokens, (n, MAX_LEN), &Device::Cpu).unwrap(),

@@ -1,5 +1,5 @@
 use mentor_grpo::ScaleRewards;
-use mentor_integration::{Assembly, Credit, InterventionConfig, MonitorConfig, Plugin, Strategy};
+use mentor_integration::{Assembly, Credit, InterventionConfig, MonitorConfig, Plugin, Strategy as Arm};
 use mentor_verify_math::MathVerifier;
 use proptest::prelude::*;
 
@@ -24,7 +24,7 @@ proptest! {
         let mut policy = Scripted::new(&pairs.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
         let gs = groups(&mut policy, &tasks, g);
         let config = InterventionConfig { hinted_samples: hinted, assembly, credit, max_extra_rollouts_per_step: budget, ..InterventionConfig::default() };
-        let mut plugin = Plugin::new(Strategy::Intervene { mentor: Box::new(LevelMentor), config }, MonitorConfig::default(), ScaleRewards::Group);
+        let mut plugin = Plugin::new(Arm::Intervene { mentor: Box::new(LevelMentor), config }, MonitorConfig::default(), ScaleRewards::Group);
         let out = plugin.process(gs, &mut policy, &MathVerifier::default(), None).unwrap();
         let m = &out.metrics;
         prop_assert!(m.extra_rollouts <= budget);
