@@ -139,6 +139,9 @@ fn patching_the_harness_and_builtins_never_passes() {
         // Patching or replacing modules the tests import.
         "import math\nmath.isclose = lambda *a, **k: True\n",
         "import sys, types\nsys.modules['math'] = types.ModuleType('math')\n",
+        // Stdlib value classes and lazily imported module globals are watched too.
+        "import collections\ncollections.Counter.__eq__ = lambda self, other: True\n",
+        "import collections, types\ncollections.heapq = types.ModuleType('heapq')\n",
     ];
     for patch in tampered {
         let c = expect(&format!("{WRONG}{patch}"), CodeOutcome::Tampered);
