@@ -2,6 +2,7 @@
 
 mod cli_tasks;
 mod cli_verify;
+mod cli_verify_code;
 
 use std::path::PathBuf;
 

@@ -12,6 +12,9 @@ use crate::process::{cargo, repo_root, run};
 pub enum Target {
     /// mentor-verify-math vs Math-Verify 0.9.0: agreement with labels and checks/s.
     Math,
+    /// mentor-verify-code: HumanEval programs/min in the sandbox vs native `python3 -I -S`
+    /// subprocesses, 1 and 2 workers, plus the compile-cache hit time.
+    Code,
 }
 
 /// Runs the bench for `target`.
@@ -41,6 +44,16 @@ pub fn run_bench(target: Target, extra: &[String]) -> Result<()> {
                     .arg(py)
                     .args(extra),
                 "the math bench",
+            )
+        }
+        Target::Code => {
+            eprintln!("==> bench code: release build and run (sandbox and native python in the same run)");
+            run(
+                cargo()
+                    .args(["run", "--release", "-p", "mentor-verify-code", "--example", "bench", "--"])
+                    .env(mentor_core::assets::HOME_VAR, dir.root())
+                    .args(extra),
+                "the code bench",
             )
         }
     }

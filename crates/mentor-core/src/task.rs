@@ -89,11 +89,12 @@ pub enum CodeHarness {
         /// The function under test.
         entry_point: String,
     },
-    /// MBPP: setup code and imports, then the solution, then each `assert` line.
+    /// MBPP: imports, then the solution, then the setup code, then each `assert` line (the
+    /// setup code runs after the solution because some tasks' setup uses its classes).
     Mbpp {
         /// `assert ...` lines, each one test.
         tests: Vec<String>,
-        /// Code run before the solution (`test_setup_code`).
+        /// Code run after the solution and before the tests (`test_setup_code`).
         #[serde(default)]
         setup_code: String,
         /// Import lines run before the solution (`test_imports` of the sanitized set).

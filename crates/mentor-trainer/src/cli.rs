@@ -29,6 +29,23 @@ pub(crate) enum Command {
 pub enum VerifyCommand {
     /// Math answers: JSONL lines `{"id","gold","completion"}` in, `{"id","correct","extracted","feedback"}` out.
     Math(VerifyMathArgs),
+    /// Code in the sandbox: JSONL records of the dataset's schema plus `completion` in,
+    /// `{"id","passed","reward","feedback"}` out.
+    Code(VerifyCodeArgs),
+}
+
+/// Arguments of `mentor verify code`.
+#[derive(Args)]
+pub struct VerifyCodeArgs {
+    /// JSONL input file (`-` for stdin).
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Record schema: humaneval, mbpp or stdio.
+    #[arg(long)]
+    pub format: String,
+    /// Print the closing summary as a JSON object (on stderr) instead of a text line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `mentor verify math`.

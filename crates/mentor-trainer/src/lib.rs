@@ -19,6 +19,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Tasks(args) => commands::tasks::run(&args),
         cli::Command::Verify(cli::VerifyCommand::Math(args)) => commands::verify::math(&args),
+        cli::Command::Verify(cli::VerifyCommand::Code(args)) => commands::verify_code::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

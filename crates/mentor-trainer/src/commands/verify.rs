@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 
 pub use crate::cli::VerifyMathArgs;
 
-fn open_input(path: &std::path::Path) -> Result<Box<dyn BufRead>> {
+pub(crate) fn open_input(path: &std::path::Path) -> Result<Box<dyn BufRead>> {
     if path.as_os_str() == "-" {
         return Ok(Box::new(BufReader::new(std::io::stdin())));
     }
