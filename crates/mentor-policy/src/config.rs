@@ -206,7 +206,7 @@ impl Config {
         if h % kv != 0 {
             return bad(format!("num_attention_heads {h} is not a multiple of num_key_value_heads {kv}"));
         }
-        if self.head_dim() % 2 != 0 || self.head_dim() == 0 {
+        if !self.head_dim().is_multiple_of(2) || self.head_dim() == 0 {
             return bad(format!("head_dim {} must be even and positive", self.head_dim()));
         }
         self.inv_freq()?;

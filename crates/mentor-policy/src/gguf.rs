@@ -152,7 +152,7 @@ pub fn unpermute_rows(w: &Tensor, n_head: usize) -> Result<Tensor> {
     let dims = w.dims().to_vec();
     let out = dims[0];
     let inp = if dims.len() == 2 { dims[1] } else { 1 };
-    if n_head == 0 || out % (2 * n_head) != 0 {
+    if n_head == 0 || !out.is_multiple_of(2 * n_head) {
         return Err(Error::Gguf(format!("cannot un-permute {out} rows over {n_head} heads")));
     }
     let hd = out / n_head;
