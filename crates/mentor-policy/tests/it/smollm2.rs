@@ -94,3 +94,43 @@ fn batched_greedy_equals_transformers() {
         assert_eq!(g.token_ids, case.greedy_ids, "prompt {:?}: got {:?}", case.prompt, g.text);
     }
 }
+
+#[test]
+fn logits_match_candle_transformers_quantized_llama_dequantised() {
+    use candle_core::quantized::gguf_file::Content;
+    use candle_core::{Device, Tensor, D};
+    use mentor_policy::batch::{attention_mask, positions};
+    use mentor_policy::Kernels;
+    // candle's reference with every weight dequantised to f32 (read once per thread, here).
+    // Edition 2021: `set_var` is a safe fn; only this test thread reads the variable.
+    std::env::set_var("CANDLE_DEQUANTIZE_ALL", "1");
+    let path = gguf_path();
+    let mut f = std::fs::File::open(&path).unwrap();
+    let ct = Content::read(&mut f).unwrap();
+    let mut reference =
+        candle_transformers::models::quantized_llama::ModelWeights::from_gguf(ct, &mut f, &Device::Cpu)
+            .unwrap();
+    let p = policy();
+    let ids = p.tokenizer().encode("<|im_start|>user\nName 3 colors: red,<|im_end|>\n").unwrap();
+    let n = ids.len();
+    // candle's quantized Llama returns last-position logits only: feed one token at a time.
+    let mut want = Vec::with_capacity(n);
+    for (i, id) in ids.iter().enumerate() {
+        let x = Tensor::new(&[*id], &Device::Cpu).unwrap().unsqueeze(0).unwrap();
+        want.push(reference.forward(&x, i).unwrap().squeeze(0).unwrap());
+    }
+    let want = Tensor::stack(&want, 0).unwrap();
+    let ids_t = Tensor::new(ids.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap();
+    let valid = vec![vec![true; n]];
+    let pos = positions(&valid, &[0], &Device::Cpu).unwrap();
+    let mask = attention_mask(&valid, n, candle_core::DType::F32, &Device::Cpu).unwrap();
+    for kernels in [Kernels::Fused, Kernels::Differentiable] {
+        let got = p.model().forward(&ids_t, &pos, &mask, None, 0, kernels).unwrap().squeeze(0).unwrap();
+        let diff = (&got - &want).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+        assert!(diff < 1e-3, "{kernels:?}: max abs logit difference {diff}");
+        let a = got.argmax(D::Minus1).unwrap().to_vec1::<u32>().unwrap();
+        let b = want.argmax(D::Minus1).unwrap().to_vec1::<u32>().unwrap();
+        assert_eq!(a, b, "{kernels:?}: argmax differs");
+        eprintln!("{kernels:?}: {n} positions, max abs logit difference {diff:.2e}, argmax equal");
+    }
+}
