@@ -1,7 +1,59 @@
-//! Trainable causal-LM policy on candle: Llama-family models from HF safetensors or GGUF, tokenizer and chat template, batched sampling with a KV cache, differentiable per-token log-probs, checkpoints.
+//! The learner of MENTOR: a trainable causal-LM policy on candle.
 //!
-//! Owns the learner. Must not depend on wasmtime.
+//! - [`Policy`] holds a Llama-family decoder ([`model::Model`]: Llama 2/3, SmolLM2, Qwen2; GQA,
+//!   tied or untied embeddings, q/k/v biases, RoPE scaling) whose weights live in a
+//!   `candle_nn::VarMap`, plus its [`Tokenizer`] and [`ChatTemplate`].
+//! - Loading ([`ModelSource`]): a Hub repo through `hf-hub` (cache and offline mode honoured),
+//!   a local HF directory (safetensors, single or sharded), or a local GGUF file (dequantised,
+//!   renamed to HF names, Q/K un-permuted, tokenizer rebuilt from metadata).
+//! - [`Policy::generate`]: batched sampling with a KV cache, left padding, per-row positions,
+//!   greedy / temperature / top-k / top-p, stop ids and strings, seeded.
+//! - [`Policy::logprobs`]: differentiable per-token log-probs (and entropy) of completions.
+//! - [`Policy::save`] / [`Policy::frozen_copy`]: atomic checkpoints and a KL reference.
+//! - [`Policy::char_level`]: a from-scratch model with a character tokenizer (the demo's).
 //!
-//! **Status:** this crate has no public API yet; it is filled by the issue "mentor-policy: a trainable candle causal-LM policy". Nothing in
-//! it pretends to work in the meantime.
+//! **Invariants.** Log-probs meant for training use [`model::Kernels::Differentiable`], built
+//! only from ops with a backward pass: every weight gets a gradient (tested), unlike
+//! candle-transformers' Llama, whose fused kernels silently detach all but the embedding.
+//! Model output is never an `Err`. This crate does not depend on wasmtime, read environment
+//! variables, or print.
+//!
+//! ```
+//! use mentor_policy::{config::Config, GenerateConfig, Policy, Sampler};
+//! use candle_core::{DType, Device};
+//!
+//! let policy = Policy::char_level("0123456789+=", Config::tiny(0, 32, 2, 4, 2), 7, DType::F32, &Device::Cpu)?;
+//! let prompt = policy.tokenizer().encode("1+2=")?;
+//! let cfg = GenerateConfig { sampler: Sampler::greedy(), max_new_tokens: 5, ..GenerateConfig::default() };
+//! let out = policy.generate(&[prompt], &cfg)?;
+//! assert!(out[0].token_ids.len() <= 5);
+//! # Ok::<(), mentor_policy::Error>(())
+//! ```
 #![deny(missing_docs)]
+
+pub mod batch;
+pub mod chat_template;
+mod checkpoint;
+pub mod command;
+pub mod config;
+mod error;
+pub mod generate;
+pub mod gguf;
+pub mod logprobs;
+pub mod model;
+mod policy;
+pub mod sampling;
+pub mod source;
+pub mod threads;
+pub mod tokenizer;
+
+pub use chat_template::{ChatTemplate, Message};
+pub use config::Config;
+pub use error::{Error, Result};
+pub use generate::{FinishReason, GenerateConfig, Generation};
+pub use logprobs::{LogProbOptions, TokenLogProbs};
+pub use model::{Kernels, Model};
+pub use policy::{LoadOptions, Policy};
+pub use sampling::Sampler;
+pub use source::{HubOptions, ModelSource};
+pub use tokenizer::Tokenizer;

@@ -1,0 +1,112 @@
+//! Throughput of the policy on SmolLM2-135M-Instruct (f32, CPU): generation tokens/s at batch
+//! 1, 8 and 32, trained tokens/s (differentiable forward + backward), and the memory-bandwidth
+//! bound for batch-1 decode (weight bytes / measured memcpy bandwidth).
+//!
+//! Run: `cargo run --release -p mentor-policy --example bench [-- --new-tokens 32 --train-batch 4 --train-len 128]`
+//! Needs the GGUF installed by `cargo xtask setup`. Prints one JSON object per measurement.
+
+use std::time::Instant;
+
+use candle_core::DType;
+use mentor_core::assets::AssetDir;
+use mentor_policy::{GenerateConfig, LoadOptions, LogProbOptions, Message, ModelSource, Policy, Sampler};
+
+const QUESTIONS: [&str; 8] = [
+    "What is 12 + 35?",
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "Explain photosynthesis in one sentence.",
+    "List three prime numbers.",
+    "Who wrote Hamlet?",
+    "Give me a synonym for happy.",
+    "How many legs does a spider have?",
+];
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Best of three copies of a 512 MiB buffer, in bytes copied per second (the memory traffic
+/// is twice that: each byte is read and written).
+fn memcpy_bandwidth() -> f64 {
+    let n = 512 << 20;
+    let src = vec![1u8; n];
+    let mut dst = vec![0u8; n];
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        dst.copy_from_slice(&src);
+        best = best.min(t.elapsed().as_secs_f64());
+        std::hint::black_box(&dst);
+    }
+    n as f64 / best
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let new_tokens = arg("--new-tokens", 32);
+    let train_batch = arg("--train-batch", 4);
+    let train_len = arg("--train-len", 128);
+    let dir = AssetDir::resolve(|k| std::env::var(k).ok()).ok_or("no HOME to find assets")?;
+    let path = dir.smollm2_gguf();
+    if !path.is_file() {
+        return Err(format!("{} missing: run `cargo xtask setup`", path.display()).into());
+    }
+    let t = Instant::now();
+    let policy = Policy::load(&ModelSource::Gguf(path), &LoadOptions::default())?;
+    let weight_bytes = policy.num_params() * DType::F32.size_in_bytes();
+    println!(
+        "{{\"what\":\"load\",\"seconds\":{:.2},\"params\":{},\"threads\":{}}}",
+        t.elapsed().as_secs_f64(),
+        policy.num_params(),
+        mentor_policy::threads::current_threads()
+    );
+    let bw = memcpy_bandwidth();
+    println!(
+        "{{\"what\":\"decode_bound\",\"memcpy_gb_s\":{:.2},\"weight_mb\":{:.0},\"batch1_tok_s_bound\":{:.1}}}",
+        bw / 1e9,
+        weight_bytes as f64 / 1e6,
+        bw / weight_bytes as f64
+    );
+    for batch in [1usize, 8, 32] {
+        let prompts: Vec<Vec<u32>> = (0..batch)
+            .map(|i| policy.encode_chat(&[Message::user(QUESTIONS[i % QUESTIONS.len()])]))
+            .collect::<Result<_, _>>()?;
+        let cfg = GenerateConfig {
+            sampler: Sampler { temperature: 1.0, top_p: 1.0, top_k: 0 },
+            max_new_tokens: new_tokens,
+            stop_ids: vec![],
+            stop_strings: vec![],
+            seed: 0,
+        };
+        let t = Instant::now();
+        let out = policy.generate(&prompts, &cfg)?;
+        let secs = t.elapsed().as_secs_f64();
+        let generated: usize = out.iter().map(|g| g.token_ids.len()).sum();
+        println!(
+            "{{\"what\":\"generate\",\"batch\":{batch},\"new_tokens\":{generated},\"seconds\":{secs:.2},\"tok_s\":{:.2}}}",
+            generated as f64 / secs
+        );
+    }
+    let half = train_len / 4;
+    let prompts: Vec<Vec<u32>> =
+        (0..train_batch).map(|i| (0..half).map(|j| (100 + i * 7 + j) as u32).collect()).collect();
+    let completions: Vec<Vec<u32>> =
+        (0..train_batch).map(|i| (0..train_len - half).map(|j| (500 + i * 3 + j) as u32).collect()).collect();
+    let t = Instant::now();
+    let out = policy.logprobs(&prompts, &completions, &LogProbOptions::default())?;
+    let fwd = t.elapsed().as_secs_f64();
+    let loss = out.logprobs.sum_all()?.neg()?;
+    let grads = loss.backward()?;
+    let total = t.elapsed().as_secs_f64();
+    let with_grad = policy.vars().iter().filter(|(_, v)| grads.get(v.as_tensor()).is_some()).count();
+    println!(
+        "{{\"what\":\"train\",\"batch\":{train_batch},\"seq\":{train_len},\"forward_s\":{fwd:.2},\"forward_backward_s\":{total:.2},\"tok_s\":{:.2},\"weights_with_grad\":{with_grad}}}",
+        (train_batch * train_len) as f64 / total
+    );
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! The Llama-family decoder, written with candle ops whose backward is implemented.
+//!
+//! One set of weights, two kernel choices ([`Kernels`]): `Differentiable` uses only primitive
+//! ops (slow-path RMSNorm, max/exp/sum softmax, RoPE by narrow/mul/cat), so every weight gets
+//! a gradient; `Fused` uses candle-nn's fused RMSNorm, softmax and RoPE kernels, which are
+//! faster but **detach the graph** (they are `apply_op*_no_bwd` in candle) and are only for
+//! no-grad work such as generation. Both compute the same function (see the tests).
+//!
+//! The model takes explicit per-token positions and an additive attention mask, so rows of a
+//! batch can be left-padded and sit at different positions. It does not own a tokenizer or
+//! sample: see [`crate::generate`] and [`crate::logprobs`].
+
+use std::collections::HashMap;
+
+use candle_core::{DType, Device, Module, Tensor, D};
+use candle_nn::Linear;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+/// Which kernels the forward pass uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernels {
+    /// Fused candle-nn kernels: faster, **no gradient flows through them**. For sampling.
+    Fused,
+    /// Primitive ops with backward everywhere. For log-probs that are trained on.
+    Differentiable,
+}
+
+/// Per-layer keys (after RoPE) and values, `[batch, kv_heads, past_len, head_dim]` each.
+#[derive(Debug, Clone, Default)]
+pub struct KvCache {
+    layers: Vec<Option<(Tensor, Tensor)>>,
+}
+
+impl KvCache {
+    /// An empty cache for `layers` layers.
+    pub fn new(layers: usize) -> Self {
+        Self { layers: vec![None; layers] }
+    }
+
+    /// Number of cached key positions (0 when empty).
+    pub fn len(&self) -> usize {
+        self.layers.first().and_then(|l| l.as_ref()).map(|(k, _)| k.dims()[2]).unwrap_or(0)
+    }
+
+    /// Whether nothing is cached yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+struct Layer {
+    ln1: Tensor,
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    ln2: Tensor,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+/// A decoder-only transformer with HF weight layout and rotate-half RoPE.
+pub struct Model {
+    cfg: Config,
+    embed: Tensor,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    lm_head: Tensor,
+    inv_freq: Tensor,
+    device: Device,
+    dtype: DType,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model").field("cfg", &self.cfg).field("dtype", &self.dtype).finish_non_exhaustive()
+    }
+}
+
+/// Takes weight `name` from `w`, checking its shape against the config.
+fn take(w: &HashMap<String, Tensor>, name: &str, shape: &[usize]) -> Result<Tensor> {
+    let t = w.get(name).ok_or_else(|| Error::MissingWeight(name.to_string()))?;
+    if t.dims() != shape {
+        return Err(Error::WeightShape {
+            name: name.to_string(),
+            expected: shape.to_vec(),
+            actual: t.dims().to_vec(),
+        });
+    }
+    Ok(t.clone())
+}
+
+impl Model {
+    /// Builds the model over `weights` (HF names, see [`Config::weight_shapes`]). The tensors are
+    /// shared, not copied: pass `Var` tensors to train them, detached tensors to freeze them.
+    /// All weights must have one dtype and device.
+    pub fn new(cfg: &Config, weights: &HashMap<String, Tensor>) -> Result<Self> {
+        cfg.validate()?;
+        let shapes: HashMap<String, Vec<usize>> = cfg.weight_shapes().into_iter().collect();
+        let get = |n: &str| -> Result<Tensor> {
+            let shape =
+                shapes.get(n).ok_or_else(|| Error::Config(format!("no weight `{n}` in this config")))?;
+            take(weights, n, shape)
+        };
+        let lin = |p: &str, bias: bool| -> Result<Linear> {
+            let w = get(&format!("{p}.weight"))?;
+            let b = if bias { Some(get(&format!("{p}.bias"))?) } else { None };
+            Ok(Linear::new(w, b))
+        };
+        let embed = get("model.embed_tokens.weight")?;
+        let (device, dtype) = (embed.device().clone(), embed.dtype());
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        for i in 0..cfg.num_hidden_layers {
+            let p = format!("model.layers.{i}");
+            layers.push(Layer {
+                ln1: get(&format!("{p}.input_layernorm.weight"))?,
+                q: lin(&format!("{p}.self_attn.q_proj"), cfg.qkv_bias())?,
+                k: lin(&format!("{p}.self_attn.k_proj"), cfg.qkv_bias())?,
+                v: lin(&format!("{p}.self_attn.v_proj"), cfg.qkv_bias())?,
+                o: lin(&format!("{p}.self_attn.o_proj"), cfg.o_bias())?,
+                ln2: get(&format!("{p}.post_attention_layernorm.weight"))?,
+                gate: lin(&format!("{p}.mlp.gate_proj"), false)?,
+                up: lin(&format!("{p}.mlp.up_proj"), false)?,
+                down: lin(&format!("{p}.mlp.down_proj"), false)?,
+            });
+        }
+        let norm = get("model.norm.weight")?;
+        let lm_head = if cfg.tie_word_embeddings { embed.clone() } else { get("lm_head.weight")? };
+        let inv = cfg.inv_freq()?;
+        let n = inv.len();
+        let inv_freq = Tensor::from_vec(inv, (1, 1, n), &device)?;
+        for (name, _) in cfg.weight_shapes() {
+            if let Some(t) = weights.get(&name) {
+                if t.dtype() != dtype || !t.device().same_device(&device) {
+                    return Err(Error::Config(format!("weight `{name}` has another dtype or device")));
+                }
+            }
+        }
+        Ok(Self { cfg: cfg.clone(), embed, layers, norm, lm_head, inv_freq, device, dtype })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Device of the weights.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Dtype of the weights and activations.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    fn rms(&self, x: &Tensor, w: &Tensor, k: Kernels) -> Result<Tensor> {
+        let eps = self.cfg.rms_norm_eps as f32;
+        Ok(match k {
+            Kernels::Fused => candle_nn::ops::rms_norm(&x.contiguous()?, w, eps)?,
+            Kernels::Differentiable => candle_nn::ops::rms_norm_slow(x, w, eps)?,
+        })
+    }
+
+    /// `x`: `[B, H, T, hd]`; `cos`/`sin`: `[B, T, hd/2]`. HF rotate-half layout.
+    fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, k: Kernels) -> Result<Tensor> {
+        Ok(match k {
+            Kernels::Fused => candle_nn::rotary_emb::rope(&x.contiguous()?, cos, sin)?,
+            Kernels::Differentiable => {
+                let half = x.dim(D::Minus1)? / 2;
+                let (cos, sin) = (cos.unsqueeze(1)?, sin.unsqueeze(1)?);
+                let x1 = x.narrow(D::Minus1, 0, half)?;
+                let x2 = x.narrow(D::Minus1, half, half)?;
+                let r1 = (x1.broadcast_mul(&cos)? - x2.broadcast_mul(&sin)?)?;
+                let r2 = (x2.broadcast_mul(&cos)? + x1.broadcast_mul(&sin)?)?;
+                Tensor::cat(&[r1, r2], D::Minus1)?
+            }
+        })
+    }
+
+    /// Runs the decoder.
+    ///
+    /// - `ids`: `[B, T]` u32 token ids (pad positions may hold any valid id).
+    /// - `positions`: `[B, T]` u32 RoPE positions (per row, so left-padded rows start at 0).
+    /// - `mask`: additive `[B, 1, T, past + T]` mask in the model dtype (0 = attend, a large
+    ///   finite negative = blocked), built by [`crate::batch::attention_mask`].
+    /// - `cache`: when given, keys/values of this call are appended and earlier ones attended.
+    /// - `logits_from`: logits are computed for positions `logits_from..T` only.
+    ///
+    /// Returns logits `[B, T - logits_from, vocab]` in the model dtype. Differentiable with
+    /// respect to every weight when `kernels` is [`Kernels::Differentiable`].
+    pub fn forward(
+        &self,
+        ids: &Tensor,
+        positions: &Tensor,
+        mask: &Tensor,
+        mut cache: Option<&mut KvCache>,
+        logits_from: usize,
+        kernels: Kernels,
+    ) -> Result<Tensor> {
+        let (b, t) = ids.dims2()?;
+        if logits_from >= t {
+            return Err(Error::InvalidRequest(format!("logits_from {logits_from} >= sequence length {t}")));
+        }
+        let cfg = &self.cfg;
+        let (hd, nh, nkv) = (cfg.head_dim(), cfg.num_attention_heads, cfg.kv_heads());
+        let n_rep = nh / nkv;
+        if let Some(c) = cache.as_deref_mut() {
+            if c.layers.len() != self.layers.len() {
+                *c = KvCache::new(self.layers.len());
+            }
+        }
+        let past = cache.as_deref().map(KvCache::len).unwrap_or(0);
+        let tk = past + t;
+        if mask.dims() != [b, 1, t, tk] {
+            return Err(Error::InvalidRequest(format!(
+                "mask shape {:?}, expected {:?}",
+                mask.dims(),
+                [b, 1, t, tk]
+            )));
+        }
+        let freqs = positions.to_dtype(DType::F32)?.unsqueeze(2)?.broadcast_mul(&self.inv_freq)?;
+        let cos = freqs.cos()?.to_dtype(self.dtype)?.contiguous()?;
+        let sin = freqs.sin()?.to_dtype(self.dtype)?.contiguous()?;
+        let mask5 = mask.reshape((b, 1, 1, t, tk))?;
+        let scale = 1.0 / (hd as f64).sqrt();
+        let mut x = self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((b, t, cfg.hidden_size))?;
+        for (li, l) in self.layers.iter().enumerate() {
+            let h = self.rms(&x, &l.ln1, kernels)?;
+            let q = l.q.forward(&h)?.reshape((b, t, nh, hd))?.transpose(1, 2)?;
+            let k = l.k.forward(&h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?;
+            let v = l.v.forward(&h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?.contiguous()?;
+            let q = Self::rope(&q, &cos, &sin, kernels)?;
+            let mut k = Self::rope(&k, &cos, &sin, kernels)?;
+            let mut v = v;
+            if let Some(c) = cache.as_deref_mut() {
+                if let Some((ck, cv)) = &c.layers[li] {
+                    k = Tensor::cat(&[ck, &k], 2)?;
+                    v = Tensor::cat(&[cv, &v], 2)?;
+                }
+                c.layers[li] = Some((k.clone(), v.clone()));
+            }
+            // GQA without materialising repeated keys: query head h uses kv head h / n_rep
+            // (HF `repeat_kv`), so group the n_rep query heads of one kv head along time.
+            let q = q.contiguous()?.reshape((b, nkv, n_rep * t, hd))?;
+            let att = (q.matmul(&k.t()?)? * scale)?;
+            let att = att.reshape((b, nkv, n_rep, t, tk))?.broadcast_add(&mask5)?;
+            let att = match kernels {
+                Kernels::Fused => candle_nn::ops::softmax_last_dim(&att)?,
+                Kernels::Differentiable => candle_nn::ops::softmax(&att, D::Minus1)?,
+            };
+            let y = att.reshape((b, nkv, n_rep * t, tk))?.matmul(&v)?;
+            let y = y.reshape((b, nh, t, hd))?.transpose(1, 2)?.reshape((b, t, nh * hd))?;
+            x = (x + l.o.forward(&y)?)?;
+            let h = self.rms(&x, &l.ln2, kernels)?;
+            let m = (l.gate.forward(&h)?.silu()? * l.up.forward(&h)?)?;
+            x = (x + l.down.forward(&m)?)?;
+        }
+        let x = if logits_from > 0 { x.narrow(1, logits_from, t - logits_from)? } else { x };
+        let x = self.rms(&x, &self.norm, kernels)?;
+        let n = x.dim(1)?;
+        Ok(x.reshape((b * n, cfg.hidden_size))?.matmul(&self.lm_head.t()?)?.reshape((
+            b,
+            n,
+            cfg.vocab_size,
+        ))?)
+    }
+}

@@ -1,0 +1,147 @@
+//! Every weight gets a gradient, and the gradient is the derivative (finite differences, f64).
+
+use candle_core::{DType, Device, Tensor};
+use mentor_policy::config::RopeScaling;
+use mentor_policy::{Kernels, LogProbOptions, Policy};
+
+use crate::{tiny, tiny_with};
+
+/// Two rows of different lengths, so padding and per-row positions are exercised.
+fn batch(p: &Policy) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+    let t = p.tokenizer();
+    let prompts = vec![t.encode("12+30=").unwrap(), t.encode("7*8=").unwrap()];
+    let completions = vec![t.encode("42").unwrap(), t.encode("56\n").unwrap()];
+    (prompts, completions)
+}
+
+fn loss(p: &Policy) -> Tensor {
+    let (prompts, completions) = batch(p);
+    let opts = LogProbOptions { entropy: true, ..LogProbOptions::default() };
+    let out = p.logprobs(&prompts, &completions, &opts).unwrap();
+    // Weights make every position matter differently; entropy joins the loss.
+    let c = out.logprobs.dims()[1];
+    let w: Vec<f64> = (0..2 * c).map(|i| 0.3 + 0.17 * i as f64).collect();
+    let w = Tensor::from_vec(w, (2, c), &Device::Cpu).unwrap().to_dtype(out.logprobs.dtype()).unwrap();
+    let lp = (out.logprobs * w).unwrap().sum_all().unwrap();
+    let h = out.entropy.unwrap().sum_all().unwrap();
+    (lp + (h * 0.1).unwrap()).unwrap()
+}
+
+fn assert_every_weight_gets_a_gradient(p: &Policy) {
+    let vars = p.vars();
+    assert_eq!(vars.len(), p.config().weight_shapes().len());
+    let grads = loss(p).backward().unwrap();
+    let mut missing = vec![];
+    for (name, var) in &vars {
+        let ok = grads
+            .get(var.as_tensor())
+            .map(|g| {
+                g.abs().unwrap().sum_all().unwrap().to_dtype(DType::F64).unwrap().to_scalar::<f64>().unwrap()
+                    > 0.0
+            })
+            .unwrap_or(false);
+        if !ok {
+            missing.push(name.clone());
+        }
+    }
+    assert!(missing.is_empty(), "{} of {} weights got no gradient: {missing:?}", missing.len(), vars.len());
+}
+
+#[test]
+fn every_weight_gets_a_gradient_tied_llama() {
+    assert_every_weight_gets_a_gradient(&tiny(DType::F32, 1));
+}
+
+#[test]
+fn every_weight_gets_a_gradient_untied_qwen2_with_rope_scaling() {
+    let p = tiny_with(DType::F32, 2, |c| {
+        c.model_type = "qwen2".into();
+        c.tie_word_embeddings = false;
+        c.rope_scaling = Some(RopeScaling {
+            rope_type: Some("linear".into()),
+            kind: None,
+            factor: Some(2.0),
+            low_freq_factor: None,
+            high_freq_factor: None,
+            original_max_position_embeddings: None,
+        });
+    });
+    assert!(p.vars().iter().any(|(n, _)| n.ends_with("q_proj.bias")));
+    assert!(p.vars().iter().any(|(n, _)| n == "lm_head.weight"));
+    // Biases start at zero; give them values so their gradients are not trivially special.
+    for (n, v) in p.vars() {
+        if n.ends_with(".bias") {
+            let t = (v.as_tensor().ones_like().unwrap() * 0.05).unwrap();
+            v.set(&t).unwrap();
+        }
+    }
+    assert_every_weight_gets_a_gradient(&p);
+}
+
+#[test]
+fn frozen_copy_gets_no_gradient_and_fused_kernels_detach() {
+    let p = tiny(DType::F32, 3);
+    let frozen = p.frozen_copy().unwrap();
+    assert!(frozen.vars().is_empty() && !frozen.is_trainable());
+    let (prompts, completions) = batch(&p);
+    let out = frozen.logprobs(&prompts, &completions, &LogProbOptions::default()).unwrap();
+    let grads = out.logprobs.sum_all().unwrap().backward().unwrap();
+    for (_, v) in p.vars() {
+        assert!(grads.get(v.as_tensor()).is_none());
+    }
+    // The reason for the Differentiable kernels: fused ones cut the graph.
+    let fused = LogProbOptions { kernels: Kernels::Fused, ..LogProbOptions::default() };
+    let out = p.logprobs(&prompts, &completions, &fused).unwrap();
+    let grads = out.logprobs.sum_all().unwrap().backward().unwrap();
+    let with_grad = p.vars().iter().filter(|(_, v)| grads.get(v.as_tensor()).is_some()).count();
+    assert!(with_grad < p.vars().len());
+}
+
+#[test]
+fn gradient_matches_finite_differences_in_f64() {
+    let p = tiny_with(DType::F64, 4, |c| {
+        c.model_type = "qwen2".into();
+        c.tie_word_embeddings = false;
+    });
+    let grads = loss(&p).backward().unwrap();
+    let eval = |p: &Policy| loss(p).to_scalar::<f64>().unwrap();
+    let mut worst: f64 = 0.0;
+    let mut checked = 0;
+    for (name, var) in p.vars() {
+        let g = grads.get(var.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        let base = var.as_tensor().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        // Three coordinates per tensor, including the largest-gradient one.
+        let argmax = (0..g.len()).max_by(|&a, &b| g[a].abs().total_cmp(&g[b].abs())).unwrap();
+        for idx in [argmax, base.len() / 3, base.len() - 1] {
+            let h = 1e-5;
+            let at = |delta: f64| {
+                let mut v = base.clone();
+                v[idx] += delta;
+                var.set(&Tensor::from_vec(v, var.shape(), &Device::Cpu).unwrap()).unwrap();
+                eval(&p)
+            };
+            let fd = (at(h) - at(-h)) / (2.0 * h);
+            var.set(&Tensor::from_vec(base.clone(), var.shape(), &Device::Cpu).unwrap()).unwrap();
+            let scale = fd.abs().max(g[idx].abs());
+            if scale > 1e-6 {
+                let rel = (fd - g[idx]).abs() / scale;
+                assert!(rel < 1e-4, "{name}[{idx}]: autograd {} vs finite difference {fd}", g[idx]);
+                worst = worst.max(rel);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} coordinates had a measurable gradient");
+    eprintln!("finite differences: {checked} coordinates, worst relative error {worst:.2e}");
+}
+
+#[test]
+fn fused_and_differentiable_kernels_agree() {
+    let p = tiny_with(DType::F32, 5, |c| c.tie_word_embeddings = false);
+    let (prompts, completions) = batch(&p);
+    let a = p.logprobs(&prompts, &completions, &LogProbOptions::default()).unwrap();
+    let fused = LogProbOptions { kernels: Kernels::Fused, ..LogProbOptions::default() };
+    let b = p.logprobs(&prompts, &completions, &fused).unwrap();
+    let d = (a.logprobs - b.logprobs).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+    assert!(d < 1e-5, "max abs difference {d}");
+}
