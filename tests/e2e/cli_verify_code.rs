@@ -28,7 +28,8 @@ fn verify_code_runs_humaneval_records_in_the_sandbox() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("in.jsonl");
     std::fs::write(&file, input).unwrap();
-    let out = mentor().args(["verify", "code", "--format", "humaneval", "--input"]).arg(&file).output().unwrap();
+    let out =
+        mentor().args(["verify", "code", "--format", "humaneval", "--input"]).arg(&file).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let lines: Vec<Value> =
@@ -38,9 +39,13 @@ fn verify_code_runs_humaneval_records_in_the_sandbox() {
         assert_eq!(l["id"].as_str(), Some(id.as_str()));
         assert_eq!(l["passed"].as_bool(), Some(*passes), "{l}");
     }
-    assert!(lines[2]["feedback"]["failed_test"].is_object(), "the mutant's failing test is named: {}", lines[2]);
+    assert!(
+        lines[2]["feedback"]["failed_test"].is_object(),
+        "the mutant's failing test is named: {}",
+        lines[2]
+    );
     assert_eq!(lines[6]["id"], "broken");
     assert!(lines[6].get("error").is_some(), "{}", lines[6]);
-    assert!(stderr.contains('5') , "summary on stderr: {stderr}");
+    assert!(stderr.contains('5'), "summary on stderr: {stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,5 +1,6 @@
 //! End-to-end tests: the real `mentor` binary on real files.
 
+mod cli_generate;
 mod cli_tasks;
 mod cli_verify;
 mod cli_verify_code;

@@ -15,6 +15,9 @@ pub enum Target {
     /// mentor-verify-code: HumanEval programs/min in the sandbox vs native `python3 -I -S`
     /// subprocesses, 1 and 2 workers, plus the compile-cache hit time.
     Code,
+    /// mentor-policy: generation tok/s at batch 1, 8, 32, trained tok/s, and the batch-1
+    /// memory-bandwidth bound, on the SmolLM2 GGUF.
+    Policy,
 }
 
 /// Runs the bench for `target`.
@@ -54,6 +57,16 @@ pub fn run_bench(target: Target, extra: &[String]) -> Result<()> {
                     .env(mentor_core::assets::HOME_VAR, dir.root())
                     .args(extra),
                 "the code bench",
+            )
+        }
+        Target::Policy => {
+            eprintln!("==> bench policy: release build and run on the SmolLM2 GGUF");
+            run(
+                cargo()
+                    .args(["run", "--release", "-p", "mentor-policy", "--example", "bench", "--"])
+                    .env(mentor_core::assets::HOME_VAR, dir.root())
+                    .args(extra),
+                "the policy bench",
             )
         }
     }

@@ -95,7 +95,8 @@ pub(crate) fn finish(groups: Vec<PendingGroup>, scale: ScaleRewards) -> Result<V
             ids.push(g);
         }
     }
-    let adv = if rewards.is_empty() { Vec::new() } else { group_advantages(&rewards, &ids, scale)?.advantages };
+    let adv =
+        if rewards.is_empty() { Vec::new() } else { group_advantages(&rewards, &ids, scale)?.advantages };
     let mut out = Vec::with_capacity(rewards.len());
     let mut k = 0;
     for (g, pg) in groups.into_iter().enumerate() {

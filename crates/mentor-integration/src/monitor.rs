@@ -79,7 +79,8 @@ impl CollapseMonitor {
     /// Records a step's unhinted groups.
     pub fn observe(&mut self, groups: &[Group]) -> CollapseReport {
         let n = groups.len().max(1) as f64;
-        let collapsed: Vec<usize> = groups.iter().enumerate().filter(|(_, g)| g.is_collapsed()).map(|(i, _)| i).collect();
+        let collapsed: Vec<usize> =
+            groups.iter().enumerate().filter(|(_, g)| g.is_collapsed()).map(|(i, _)| i).collect();
         let zero_std = groups
             .iter()
             .filter(|g| {
@@ -88,7 +89,8 @@ impl CollapseMonitor {
             })
             .count();
         let rewards: Vec<f64> = groups.iter().flat_map(Group::rewards).collect();
-        let mean_reward = if rewards.is_empty() { 0.0 } else { rewards.iter().sum::<f64>() / rewards.len() as f64 };
+        let mean_reward =
+            if rewards.is_empty() { 0.0 } else { rewards.iter().sum::<f64>() / rewards.len() as f64 };
         let zrf = collapsed.len() as f64 / n;
         self.history.push_back(zrf);
         while self.history.len() > self.config.window.max(1) {

@@ -3,9 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use mentor_core::{
-    Attempt, Diagnosis, GuardRejection, Hint, MentorRequest, Task, Verifier,
-};
+use mentor_core::{Attempt, Diagnosis, GuardRejection, Hint, MentorRequest, Task, Verifier};
 use mentor_grpo::{dynamic_sampling_filter, ScaleRewards};
 use serde::Serialize;
 
@@ -144,7 +142,7 @@ impl Plugin {
         }
         let mut interventions = Vec::new();
         let pending = match &self.strategy {
-            Strategy::Vanilla => groups.iter().map(|grp| plain(grp)).collect(),
+            Strategy::Vanilla => groups.iter().map(plain).collect(),
             Strategy::Dapo { max_refill_groups } => {
                 dapo(groups, *max_refill_groups, g, rollout, verifier, tasks, &mut metrics)?
             }
@@ -159,7 +157,8 @@ impl Plugin {
                     let eligible = allowed
                         && report.collapsed.contains(&i)
                         && metrics.intervened < config.max_interventions_per_step
-                        && metrics.extra_rollouts + config.hinted_samples <= config.max_extra_rollouts_per_step;
+                        && metrics.extra_rollouts + config.hinted_samples
+                            <= config.max_extra_rollouts_per_step;
                     if !eligible {
                         out.push(plain(grp));
                         continue;
@@ -198,7 +197,11 @@ impl Plugin {
 /// An unhinted group as rows.
 fn plain(grp: &Group) -> PendingGroup {
     PendingGroup {
-        rows: grp.samples.iter().map(|s| row(&grp.task.id, grp.task.prompt.clone(), s, false, false, None)).collect(),
+        rows: grp
+            .samples
+            .iter()
+            .map(|s| row(&grp.task.id, grp.task.prompt.clone(), s, false, false, None))
+            .collect(),
         baseline: None,
     }
 }
@@ -213,12 +216,11 @@ fn verify_samples(
         samples.iter().map(|s| format!("{}{}", prefix.unwrap_or(""), s.completion.text)).collect();
     let items: Vec<(&Task, &str)> = texts.iter().map(|t| (task, t.as_str())).collect();
     let verdicts = verifier.verify_batch(&items);
-    samples
-        .into_iter()
-        .zip(verdicts)
-        .map(|(sample, v)| Ok(Scored { sample, verdict: v? }))
-        .collect()
+    samples.into_iter().zip(verdicts).map(|(sample, v)| Ok(Scored { sample, verdict: v? })).collect()
 }
+
+/// The hint that rescued a group, with the hinted group's scored samples.
+type Rescue = (Hint, Vec<Scored>);
 
 /// Asks the mentor, samples on the hinted prompt, escalates while all-fail and budget lasts.
 /// Returns the record and, when rescued, the winning hint with its scored samples.
@@ -230,10 +232,13 @@ fn intervene(
     rollout: &mut dyn Rollout,
     verifier: &dyn Verifier,
     metrics: &mut StepMetrics,
-) -> Result<(InterventionRecord, Option<(Hint, Vec<Scored>)>)> {
+) -> Result<(InterventionRecord, Option<Rescue>)> {
     let task = &grp.task;
-    let attempts: Vec<Attempt> =
-        grp.samples.iter().map(|s| Attempt { completion: s.sample.completion.clone(), verdict: s.verdict.clone() }).collect();
+    let attempts: Vec<Attempt> = grp
+        .samples
+        .iter()
+        .map(|s| Attempt { completion: s.sample.completion.clone(), verdict: s.verdict.clone() })
+        .collect();
     let mut rec = InterventionRecord {
         task_id: task.id.clone(),
         diagnosis: None,
@@ -248,7 +253,12 @@ fn intervene(
             break;
         }
         let t0 = Instant::now();
-        let answer = mentor.intervene(&MentorRequest { task, attempts: &attempts, level, previous_hints: &rec.hints })?;
+        let answer = mentor.intervene(&MentorRequest {
+            task,
+            attempts: &attempts,
+            level,
+            previous_hints: &rec.hints,
+        })?;
         metrics.mentor_seconds += t0.elapsed().as_secs_f64();
         metrics.guard_rejections += answer.rejections.len();
         rec.rejections.extend(answer.rejections);
@@ -261,7 +271,12 @@ fn intervene(
             };
             let t0 = Instant::now();
             let samples = rollout
-                .sample(&SampleRequest { task, prompt: &prompt, assistant_prefix: prefix, n: config.hinted_samples })
+                .sample(&SampleRequest {
+                    task,
+                    prompt: &prompt,
+                    assistant_prefix: prefix,
+                    n: config.hinted_samples,
+                })
                 .map_err(Error::Rollout)?;
             metrics.rollout_seconds += t0.elapsed().as_secs_f64();
             metrics.extra_rollouts += samples.len();
@@ -287,7 +302,12 @@ fn intervene(
 
 /// Builds the rows of a rescued group: what replaces (or joins) the collapsed group, and
 /// what is added after all groups (`augment`).
-fn assemble(config: &InterventionConfig, grp: &Group, hint: &Hint, hinted: &[Scored]) -> (PendingGroup, Vec<PendingGroup>) {
+fn assemble(
+    config: &InterventionConfig,
+    grp: &Group,
+    hint: &Hint,
+    hinted: &[Scored],
+) -> (PendingGroup, Vec<PendingGroup>) {
     let task = &grp.task;
     let level = Some(hint.level);
     let hinted_rows = |samples: &[Scored]| -> Vec<TrainRow> {
@@ -329,12 +349,14 @@ fn dapo(
     metrics: &mut StepMetrics,
 ) -> Result<Vec<PendingGroup>> {
     let rewards: Vec<f64> = groups.iter().flat_map(Group::rewards).collect();
-    let ids: Vec<usize> = groups.iter().enumerate().flat_map(|(i, grp)| std::iter::repeat_n(i, grp.samples.len())).collect();
+    let ids: Vec<usize> =
+        groups.iter().enumerate().flat_map(|(i, grp)| std::iter::repeat_n(i, grp.samples.len())).collect();
     let filter = if rewards.is_empty() { None } else { Some(dynamic_sampling_filter(&rewards, &ids)?) };
     let keep: std::collections::BTreeSet<usize> =
         filter.as_ref().map(|f| f.keep_rows.iter().map(|&r| ids[r]).collect()).unwrap_or_default();
     metrics.dapo_dropped = groups.len() - keep.len();
-    let mut out: Vec<PendingGroup> = groups.iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, grp)| plain(grp)).collect();
+    let mut out: Vec<PendingGroup> =
+        groups.iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, grp)| plain(grp)).collect();
     let mut sampled = 0;
     while sampled < max_refill && out.len() < groups.len() {
         let Some(src) = tasks.as_deref_mut() else { break };

@@ -11,6 +11,10 @@ use clap::{Args, Parser, Subcommand};
     about = "MENTOR: RLVR training that turns zero-reward collapse into guided on-policy attempts"
 )]
 pub(crate) struct Cli {
+    /// Worker threads for tensor work (default: all cores; 1 is often faster on a busy
+    /// 2-core machine).
+    #[arg(long, global = true)]
+    pub threads: Option<usize>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -19,6 +23,8 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Load a benchmark file into MENTOR tasks and print them as JSON Lines.
     Tasks(TasksArgs),
+    /// Generate a completion with a model (Hub repo id, local directory or GGUF file).
+    Generate(GenerateArgs),
     /// Check completions with a verifier, one JSON line per input.
     #[command(subcommand)]
     Verify(VerifyCommand),
@@ -75,4 +81,30 @@ pub struct TasksArgs {
     /// Print at most this many tasks.
     #[arg(long)]
     pub limit: Option<usize>,
+}
+
+/// Arguments of `mentor generate`.
+#[derive(Args)]
+pub struct GenerateArgs {
+    /// Hub repo id (`org/name[@revision]`), a local model directory, or a `.gguf` file.
+    #[arg(long)]
+    pub model: String,
+    /// The prompt.
+    #[arg(long)]
+    pub prompt: String,
+    /// Render the prompt as a user message through the model's own chat template.
+    #[arg(long)]
+    pub chat: bool,
+    /// Most tokens to generate.
+    #[arg(long, default_value_t = 128)]
+    pub max_new_tokens: usize,
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Random seed (same seed, same output).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print one JSON line `{"text","token_ids","finish_reason"}` instead of the text.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -16,7 +16,14 @@ use clap::Parser;
 /// Entry point of the `mentor` binary: parses arguments, runs the subcommand, reports errors.
 pub fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    if let Some(n) = cli.threads {
+        if let Err(e) = mentor_policy::threads::set_threads(n) {
+            eprintln!("error: --threads {n}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let result = match cli.command {
+        cli::Command::Generate(args) => commands::generate::run(&args),
         cli::Command::Tasks(args) => commands::tasks::run(&args),
         cli::Command::Verify(cli::VerifyCommand::Math(args)) => commands::verify::math(&args),
         cli::Command::Verify(cli::VerifyCommand::Code(args)) => commands::verify_code::run(&args),

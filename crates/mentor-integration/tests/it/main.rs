@@ -5,6 +5,7 @@
 
 mod paths;
 mod properties;
+mod real_step;
 
 use std::collections::HashMap;
 
@@ -38,7 +39,11 @@ fn shown_level(req: &SampleRequest<'_>) -> Option<u8> {
 
 pub fn sample(text: &str, prefix: &str) -> Sample {
     Sample {
-        completion: Completion { task_id: String::new(), text: text.into(), finish_reason: FinishReason::Stop },
+        completion: Completion {
+            task_id: String::new(),
+            text: text.into(),
+            finish_reason: FinishReason::Stop,
+        },
         prefix_ids: prefix.bytes().map(u32::from).collect(),
         ids: text.bytes().map(u32::from).collect(),
         logprobs: vec![-0.5; text.len()],
@@ -55,7 +60,11 @@ impl Rollout for Scripted {
         Ok((0..req.n)
             .map(|i| {
                 // Half of a solved group is right, so hinted groups have reward variance.
-                let text = if solved && i % 2 == 0 { format!("so \\boxed{{{gold}}}") } else { "so \\boxed{999999}".to_string() };
+                let text = if solved && i % 2 == 0 {
+                    format!("so \\boxed{{{gold}}}")
+                } else {
+                    "so \\boxed{999999}".to_string()
+                };
                 sample(&text, req.assistant_prefix.unwrap_or(""))
             })
             .collect())
@@ -94,7 +103,9 @@ pub fn groups(policy: &mut Scripted, tasks: &[Task], g: usize) -> Vec<Group> {
     tasks
         .iter()
         .map(|t| {
-            let samples = policy.sample(&SampleRequest { task: t, prompt: &t.prompt, assistant_prefix: None, n: g }).unwrap();
+            let samples = policy
+                .sample(&SampleRequest { task: t, prompt: &t.prompt, assistant_prefix: None, n: g })
+                .unwrap();
             let samples = samples
                 .into_iter()
                 .map(|s| {

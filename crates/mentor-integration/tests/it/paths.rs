@@ -7,7 +7,11 @@ use mentor_verify_math::MathVerifier;
 use crate::{groups, level, task, LevelMentor, Scripted, Tasks};
 
 fn mentor_arm(config: InterventionConfig) -> Plugin {
-    Plugin::new(Strategy::Intervene { mentor: Box::new(LevelMentor), config }, MonitorConfig::default(), ScaleRewards::Group)
+    Plugin::new(
+        Strategy::Intervene { mentor: Box::new(LevelMentor), config },
+        MonitorConfig::default(),
+        ScaleRewards::Group,
+    )
 }
 
 fn cfg(assembly: Assembly, credit: Credit) -> InterventionConfig {
@@ -105,7 +109,8 @@ fn each_assembly_and_credit_mode_produces_the_right_rows() {
                 if let Some(b) = &r.behaviour_logprobs {
                     assert_eq!(b.len(), r.completion_ids.len());
                 }
-                let starts_with_steps = r.completion_ids.starts_with(&"Step one. ".bytes().map(u32::from).collect::<Vec<_>>());
+                let starts_with_steps =
+                    r.completion_ids.starts_with(&"Step one. ".bytes().map(u32::from).collect::<Vec<_>>());
                 assert_eq!(starts_with_steps, credit == Credit::Prefix, "{credit:?}");
                 if credit == Credit::Prefix {
                     assert_eq!(r.advantage, r.reward, "A = r − 0 against the collapsed group's baseline");
@@ -140,7 +145,11 @@ fn collapse_events_gate_the_on_event_trigger() {
         ScaleRewards::Group,
     );
     let out = plugin.process(groups(&mut policy, &tasks, 2), &mut policy, &v, None).unwrap();
-    assert_eq!((out.metrics.event, out.metrics.intervened), (Some(EventState::Quiet), 0), "ZRF 0.25: no event");
+    assert_eq!(
+        (out.metrics.event, out.metrics.intervened),
+        (Some(EventState::Quiet), 0),
+        "ZRF 0.25: no event"
+    );
     for t in ["b", "c", "d"] {
         policy.needs.insert(t.into(), 1);
     }
@@ -160,7 +169,8 @@ fn vanilla_keeps_collapsed_groups_with_zero_advantage() {
     let mut policy = Scripted::new(&[("a", 4), ("b", 0)]);
     let tasks = [task("a", "1"), task("b", "2")];
     let mut plugin = Plugin::new(Strategy::Vanilla, MonitorConfig::default(), ScaleRewards::Group);
-    let out = plugin.process(groups(&mut policy, &tasks, 4), &mut policy, &MathVerifier::default(), None).unwrap();
+    let out =
+        plugin.process(groups(&mut policy, &tasks, 4), &mut policy, &MathVerifier::default(), None).unwrap();
     assert_eq!(out.rows.len(), 8);
     assert!(out.rows.iter().filter(|r| r.task_id == "a").all(|r| r.advantage == 0.0));
     assert_eq!((out.metrics.collapsed, out.metrics.extra_rollouts), (1, 0));
@@ -171,7 +181,8 @@ fn dapo_drops_constant_groups_and_refills() {
     // "a" always fails (all-0), "b" half right (kept), "c" never sampled unless refilled.
     let mut policy = Scripted::new(&[("a", 4), ("b", 0), ("c", 0), ("d", 4)]);
     let tasks = [task("a", "1"), task("b", "2")];
-    let mut plugin = Plugin::new(Strategy::Dapo { max_refill_groups: 3 }, MonitorConfig::default(), ScaleRewards::Group);
+    let mut plugin =
+        Plugin::new(Strategy::Dapo { max_refill_groups: 3 }, MonitorConfig::default(), ScaleRewards::Group);
     let mut source = Tasks(vec![task("d", "4"), task("c", "3")]);
     let out = plugin
         .process(groups(&mut policy, &tasks, 4), &mut policy, &MathVerifier::default(), Some(&mut source))

@@ -6,11 +6,20 @@ use proptest::prelude::*;
 use crate::{groups, task, LevelMentor, Scripted};
 
 fn assembly() -> impl Strategy<Value = Assembly> {
-    prop_oneof![Just(Assembly::Replace), Just(Assembly::Augment), (0usize..5).prop_map(|k| Assembly::Nurl { keep_unhinted: k })]
+    prop_oneof![
+        Just(Assembly::Replace),
+        Just(Assembly::Augment),
+        (0usize..5).prop_map(|k| Assembly::Nurl { keep_unhinted: k })
+    ]
 }
 
 fn credit() -> impl Strategy<Value = Credit> {
-    prop_oneof![Just(Credit::InContext), Just(Credit::StrippedIs), Just(Credit::Stripped), Just(Credit::Prefix)]
+    prop_oneof![
+        Just(Credit::InContext),
+        Just(Credit::StrippedIs),
+        Just(Credit::Stripped),
+        Just(Credit::Prefix)
+    ]
 }
 
 proptest! {

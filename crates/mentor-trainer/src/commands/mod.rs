@@ -1,5 +1,6 @@
 //! One module per `mentor` subcommand.
 
+pub mod generate;
 pub mod tasks;
 pub mod verify;
 #[cfg(feature = "code")]

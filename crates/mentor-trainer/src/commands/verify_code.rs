@@ -26,7 +26,8 @@ pub fn run(args: &VerifyCodeArgs) -> Result<()> {
     let input = super::verify::open_input(&args.input)?;
     let stdout = std::io::stdout();
     let out = std::io::BufWriter::new(stdout.lock());
-    let summary = run_jsonl(input, out, format, &verifier).with_context(|| format!("verifying {}", args.input.display()))?;
+    let summary = run_jsonl(input, out, format, &verifier)
+        .with_context(|| format!("verifying {}", args.input.display()))?;
     let mut err = std::io::stderr().lock();
     if args.json {
         let json = serde_json::json!({
