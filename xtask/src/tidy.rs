@@ -77,7 +77,8 @@ fn every_crate_documents_itself_and_has_no_stubs() {
         assert!(text.contains("#![deny(missing_docs)]"), "{name}: lib.rs must deny missing docs");
         for file in rs_files(&dir.join("src")) {
             let src = std::fs::read_to_string(&file).unwrap();
-            for stub in ["todo!(", "unimplemented!("] {
+            // Spelled in pieces so this check does not flag itself.
+            for stub in [concat!("todo", "!("), concat!("unimplemented", "!(")] {
                 assert!(!src.contains(stub), "{} contains {stub}", file.display());
             }
         }
