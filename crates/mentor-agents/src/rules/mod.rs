@@ -69,10 +69,14 @@ impl Tutor for RulesTutor {
             HintContext { quote: diagnosis.evidence.first().map(|e| e.quote.clone()), ..Default::default() };
         match &task.payload {
             Payload::Math(_) => {
-                let analysis = math::analyse(task, attempts);
-                let steps = &analysis.steps;
-                // Without a located wrong step, point at the first step.
-                let k = diagnosis.first_wrong_step.or(analysis.first_wrong).unwrap_or(0);
+                let steps = &task.reference_solution().map(reference_steps).unwrap_or_default();
+                // The diagnosis usually located the wrong step already; redo the comparison
+                // with the attempts only when it did not (an LLM diagnosis, say). Without a
+                // located wrong step, point at the first step.
+                let k = diagnosis
+                    .first_wrong_step
+                    .or_else(|| math::analyse(task, attempts).first_wrong)
+                    .unwrap_or(0);
                 if let Some(step) = steps.get(k) {
                     // The last step states the final answer: never show it.
                     if k + 1 < steps.len() {
