@@ -32,6 +32,6 @@ pub use error::{Error, Result};
 pub use loss::{grpo_loss, LossInputs, LossOutput, LossScale, LossStats};
 pub use masking::mask_truncated;
 pub use metrics::{rollout_stats, RolloutStats, StepMetrics};
-pub use optim::{clip_grad_norm, grad_norm, GradAccumulator, Optimizer, StepReport};
+pub use optim::{clip_grad_norm, grad_norm, GradAccumulator, Optimizer, OptimizerState, StepReport};
 pub use schedule::LrSchedule;
 pub use update::{micro_batches, PolicyOutput, RolloutBatch, Updater};

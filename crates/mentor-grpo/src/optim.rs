@@ -1,5 +1,8 @@
 //! The optimizer step: gradient accumulation over micro-batches, global L2 grad-norm clipping
-//! and AdamW (decoupled weight decay, candle-nn's `AdamW`) driven by an [`LrSchedule`].
+//! and AdamW (decoupled weight decay, the same update as PyTorch's and candle-nn's `AdamW`)
+//! driven by an [`LrSchedule`]. The moments are ours rather than candle-nn's so that they can
+//! be saved and restored ([`Optimizer::state`], [`Optimizer::restore`]): a resumed run continues
+//! bit for bit.
 //!
 //! Works on any `Vec<Var>` (for example `candle_nn::VarMap::all_vars()`), on gradients from
 //! `Tensor::backward` ([`GradStore`]). Variables that received no gradient are left untouched,
@@ -7,7 +10,6 @@
 
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Tensor, Var};
-use candle_nn::{AdamW, Optimizer as _, ParamsAdamW};
 
 use crate::config::GrpoConfig;
 use crate::error::{Error, Result};
@@ -103,11 +105,34 @@ pub struct StepReport {
     pub applied: bool,
 }
 
+/// The optimizer's resumable state: the step count and AdamW's first and second moments, one
+/// pair per variable in [`Optimizer::vars`] order.
+#[derive(Debug, Clone)]
+pub struct OptimizerState {
+    /// Optimizer steps applied so far.
+    pub step: usize,
+    /// First moments (same shapes as the variables).
+    pub first_moments: Vec<Tensor>,
+    /// Second moments.
+    pub second_moments: Vec<Tensor>,
+}
+
+/// AdamW hyper-parameters.
+#[derive(Debug, Clone, Copy)]
+struct AdamParams {
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    weight_decay: f64,
+}
+
 /// AdamW + LR schedule + grad-norm clipping over a set of variables.
 #[derive(Debug)]
 pub struct Optimizer {
     vars: Vec<Var>,
-    adamw: AdamW,
+    m: Vec<Tensor>,
+    v: Vec<Tensor>,
+    params: AdamParams,
     schedule: LrSchedule,
     max_grad_norm: f64,
     step: usize,
@@ -122,15 +147,16 @@ impl Optimizer {
             return Err(Error::config("vars", "no trainable variables"));
         }
         let schedule = LrSchedule::from_config(config, total_steps)?;
-        let params = ParamsAdamW {
-            lr: schedule.lr(0),
+        let params = AdamParams {
             beta1: config.adam_beta1,
             beta2: config.adam_beta2,
             eps: config.adam_epsilon,
             weight_decay: config.weight_decay,
         };
-        let adamw = AdamW::new(vars.clone(), params)?;
-        Ok(Self { vars, adamw, schedule, max_grad_norm: config.max_grad_norm, step: 0 })
+        let zeros = |v: &Var| v.as_tensor().zeros_like();
+        let m = vars.iter().map(zeros).collect::<std::result::Result<Vec<_>, _>>()?;
+        let v = vars.iter().map(zeros).collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(Self { vars, m, v, params, schedule, max_grad_norm: config.max_grad_norm, step: 0 })
     }
 
     /// The variables being optimized.
@@ -148,6 +174,48 @@ impl Optimizer {
         self.schedule.lr(self.step)
     }
 
+    /// A copy of the resumable state.
+    pub fn state(&self) -> Result<OptimizerState> {
+        Ok(OptimizerState {
+            step: self.step,
+            first_moments: self.m.iter().map(Tensor::copy).collect::<std::result::Result<_, _>>()?,
+            second_moments: self.v.iter().map(Tensor::copy).collect::<std::result::Result<_, _>>()?,
+        })
+    }
+
+    /// Restores a state saved by [`Optimizer::state`] for the same variables. Errors when the
+    /// number or the shapes of the moments do not match the variables.
+    pub fn restore(&mut self, state: OptimizerState) -> Result<()> {
+        let n = self.vars.len();
+        if state.first_moments.len() != n || state.second_moments.len() != n {
+            return Err(Error::config(
+                "optimizer state",
+                format!(
+                    "{} / {} moments for {n} variables",
+                    state.first_moments.len(),
+                    state.second_moments.len()
+                ),
+            ));
+        }
+        for (i, var) in self.vars.iter().enumerate() {
+            for t in [&state.first_moments[i], &state.second_moments[i]] {
+                if t.dims() != var.dims() {
+                    return Err(Error::config(
+                        "optimizer state",
+                        format!("moment {i} has shape {:?}, its variable {:?}", t.dims(), var.dims()),
+                    ));
+                }
+            }
+        }
+        let dtype = self.vars[0].dtype();
+        let device = self.vars[0].device().clone();
+        let conv = |t: Tensor| t.to_dtype(dtype).and_then(|t| t.to_device(&device));
+        self.m = state.first_moments.into_iter().map(conv).collect::<std::result::Result<_, _>>()?;
+        self.v = state.second_moments.into_iter().map(conv).collect::<std::result::Result<_, _>>()?;
+        self.step = state.step;
+        Ok(())
+    }
+
     /// Clip `grads` (in place) and apply one AdamW step at the scheduled learning rate. When
     /// the gradient norm is NaN or infinite the parameters are left unchanged, the step is
     /// reported with `applied = false`, and the schedule does not advance.
@@ -157,10 +225,32 @@ impl Optimizer {
         if !grad_norm.is_finite() {
             return Ok(StepReport { grad_norm, learning_rate, applied: false });
         }
-        self.adamw.set_learning_rate(learning_rate);
-        self.adamw.step(grads)?;
+        self.adamw(grads, learning_rate)?;
         self.step += 1;
         Ok(StepReport { grad_norm, learning_rate, applied: true })
+    }
+
+    /// One AdamW update (PyTorch's formulation, as candle-nn's):
+    /// `m = b1 m + (1-b1) g`, `v = b2 v + (1-b2) g^2`,
+    /// `θ = θ (1 - lr wd) - lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`.
+    fn adamw(&mut self, grads: &GradStore, lr: f64) -> Result<()> {
+        let AdamParams { beta1, beta2, eps, weight_decay } = self.params;
+        let t = (self.step + 1) as i32;
+        let scale_m = 1.0 / (1.0 - beta1.powi(t));
+        let scale_v = 1.0 / (1.0 - beta2.powi(t));
+        for (i, var) in self.vars.iter().enumerate() {
+            let Some(g) = grads.get(var) else { continue };
+            let m = ((&self.m[i] * beta1)? + (g * (1.0 - beta1))?)?;
+            let v = ((&self.v[i] * beta2)? + (g.sqr()? * (1.0 - beta2))?)?;
+            let theta = (var.as_tensor() * (1.0 - lr * weight_decay))?;
+            let m_hat = (&m * scale_m)?;
+            let v_hat = (&v * scale_v)?;
+            let next = (theta - ((m_hat / (v_hat.sqrt()? + eps)?)? * lr)?)?;
+            var.set(&next)?;
+            self.m[i] = m;
+            self.v[i] = v;
+        }
+        Ok(())
     }
 }
 
@@ -249,5 +339,63 @@ mod tests {
         let r = opt.step(&mut grads).unwrap();
         assert!(!r.applied && r.grad_norm.is_nan());
         assert_eq!(x.as_tensor().to_vec1::<f64>().unwrap(), vec![1.0]);
+    }
+
+    /// Runs `n` steps of minimising sum((x - target)^2) from the optimizer's current state.
+    fn run(opt: &mut Optimizer, x: &Var, n: usize) {
+        for _ in 0..n {
+            let target = Tensor::new(&[0.5f64, -1.5, 2.0], &Device::Cpu).unwrap();
+            let loss = (x.as_tensor() - target).unwrap().sqr().unwrap().sum_all().unwrap();
+            let mut grads = loss.backward().unwrap();
+            assert!(opt.step(&mut grads).unwrap().applied);
+        }
+    }
+
+    #[test]
+    fn restored_state_continues_bit_for_bit() {
+        let cfg = GrpoConfig {
+            learning_rate: 0.05,
+            weight_decay: 0.01,
+            lr_scheduler_type: LrSchedulerType::Cosine,
+            ..GrpoConfig::default()
+        };
+        let straight = var(&[1.0, 2.0, -3.0]);
+        let mut a = Optimizer::new(vec![straight.clone()], &cfg, 5).unwrap();
+        run(&mut a, &straight, 5);
+
+        let resumed = var(&[1.0, 2.0, -3.0]);
+        let mut b = Optimizer::new(vec![resumed.clone()], &cfg, 5).unwrap();
+        run(&mut b, &resumed, 2);
+        let state = b.state().unwrap();
+        let weights = resumed.as_tensor().copy().unwrap();
+        // A fresh optimizer over fresh variables, as after a restart.
+        let again = Var::from_tensor(&weights).unwrap();
+        let mut c = Optimizer::new(vec![again.clone()], &cfg, 5).unwrap();
+        c.restore(state).unwrap();
+        assert_eq!(c.steps_taken(), 2);
+        run(&mut c, &again, 3);
+        assert_eq!(
+            again.as_tensor().to_vec1::<f64>().unwrap(),
+            straight.as_tensor().to_vec1::<f64>().unwrap()
+        );
+        // Without the moments the continuation differs.
+        let cold = Var::from_tensor(&weights).unwrap();
+        let mut d = Optimizer::new(vec![cold.clone()], &cfg, 5).unwrap();
+        run(&mut d, &cold, 3);
+        assert_ne!(cold.as_tensor().to_vec1::<f64>().unwrap(), straight.as_tensor().to_vec1::<f64>().unwrap());
+    }
+
+    #[test]
+    fn restore_rejects_mismatched_state() {
+        let x = var(&[1.0, 2.0]);
+        let mut opt = Optimizer::new(vec![x], &GrpoConfig::default(), 1).unwrap();
+        let bad = OptimizerState {
+            step: 1,
+            first_moments: vec![Tensor::zeros(3, DType::F64, &Device::Cpu).unwrap()],
+            second_moments: vec![Tensor::zeros(3, DType::F64, &Device::Cpu).unwrap()],
+        };
+        assert!(opt.restore(bad).is_err());
+        let short = OptimizerState { step: 1, first_moments: vec![], second_moments: vec![] };
+        assert!(opt.restore(short).is_err());
     }
 }

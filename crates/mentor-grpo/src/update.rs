@@ -74,6 +74,11 @@ impl Updater {
         &self.optimizer
     }
 
+    /// The optimizer, mutably (to restore a saved state when resuming).
+    pub fn optimizer_mut(&mut self) -> &mut Optimizer {
+        &mut self.optimizer
+    }
+
     /// Run one update on `batch`. `logps_for(rows)` must return the current policy's
     /// log-probs for those batch rows, in that order, with `seq` equal to the mask's.
     pub fn update<F, E>(&mut self, batch: &RolloutBatch, mut logps_for: F) -> Result<StepMetrics>
