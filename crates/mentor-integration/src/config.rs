@@ -33,6 +33,7 @@ pub enum Assembly {
 
 /// Knobs of an intervening arm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct InterventionConfig {
     /// When to intervene.
     pub trigger: Trigger,

@@ -1,14 +1,18 @@
 //! Per-task memory of the hint level that last rescued a task, faded as the task is mastered
 //! (scaffolding that withdraws).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use mentor_core::HintLevel;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    level: HintLevel,
-    unhinted_successes: u32,
+/// What the memory holds for one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The level that last rescued the task.
+    pub level: HintLevel,
+    /// Unhinted successes since then.
+    pub unhinted_successes: u32,
 }
 
 /// Remembers, per task id, the level that last rescued it.
@@ -52,6 +56,16 @@ impl HintMemory {
                 }
             }
         }
+    }
+
+    /// The resumable state: every entry, by task id.
+    pub fn state(&self) -> BTreeMap<String, Entry> {
+        self.entries.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    }
+
+    /// Continues from a saved state (the fade setting is kept).
+    pub fn restore(&mut self, entries: BTreeMap<String, Entry>) {
+        self.entries = entries.into_iter().collect();
     }
 
     /// Number of tasks remembered.

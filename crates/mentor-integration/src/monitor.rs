@@ -9,6 +9,7 @@ use crate::rollout::Group;
 
 /// Window and thresholds of collapse events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct MonitorConfig {
     /// Steps in the moving window.
     pub window: usize,
@@ -62,6 +63,15 @@ pub struct CollapseReport {
     pub event: EventState,
 }
 
+/// The monitor's resumable state: the window of recent ZRF values and whether an event is on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MonitorState {
+    /// ZRF of the most recent steps, oldest first (at most `window` values).
+    pub history: Vec<f64>,
+    /// Whether a collapse event is active.
+    pub in_event: bool,
+}
+
 /// Tracks collapse over steps.
 #[derive(Debug, Clone)]
 pub struct CollapseMonitor {
@@ -74,6 +84,17 @@ impl CollapseMonitor {
     /// A monitor with `config`.
     pub fn new(config: MonitorConfig) -> Self {
         Self { config, history: VecDeque::new(), in_event: false }
+    }
+
+    /// The resumable state.
+    pub fn state(&self) -> MonitorState {
+        MonitorState { history: self.history.iter().copied().collect(), in_event: self.in_event }
+    }
+
+    /// Continues from a saved state.
+    pub fn restore(&mut self, state: MonitorState) {
+        self.history = state.history.into_iter().collect();
+        self.in_event = state.in_event;
     }
 
     /// Records a step's unhinted groups.

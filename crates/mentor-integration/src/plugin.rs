@@ -83,6 +83,15 @@ pub struct StepOutput {
     pub interventions: Vec<InterventionRecord>,
 }
 
+/// What a resumed run needs to continue exactly: the monitor's window and the hint memory.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct PluginState {
+    /// The collapse monitor.
+    pub monitor: crate::monitor::MonitorState,
+    /// The per-task hint memory.
+    pub memory: std::collections::BTreeMap<String, crate::memory::Entry>,
+}
+
 /// The plug-in, holding the arm, the monitor and the per-task memory across steps.
 pub struct Plugin {
     strategy: Strategy,
@@ -109,6 +118,17 @@ impl Plugin {
     /// The per-task hint memory.
     pub fn memory(&self) -> &HintMemory {
         &self.memory
+    }
+
+    /// The resumable state.
+    pub fn state(&self) -> PluginState {
+        PluginState { monitor: self.monitor.state(), memory: self.memory.state() }
+    }
+
+    /// Continues from a state saved by [`Plugin::state`].
+    pub fn restore(&mut self, state: PluginState) {
+        self.monitor.restore(state.monitor);
+        self.memory.restore(state.memory);
     }
 
     /// Processes one step's unhinted groups (every group non-empty, all of size G).
