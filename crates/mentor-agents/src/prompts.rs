@@ -101,6 +101,12 @@ impl Prompts {
         Ok(Self { hints, statics, llm })
     }
 
+    /// Hint templates and a static hint library of the caller's (a task family with its own
+    /// vocabulary, say), with the embedded LLM role prompts.
+    pub fn with_hints(hints: &str, statics: &str) -> Result<Self> {
+        Self::parse(hints, statics, LLM)
+    }
+
     /// Loads `hints.toml`, `static_hints.toml` and `llm.toml` from `dir`; a missing file keeps
     /// the embedded default.
     pub fn load_dir(dir: &Path) -> Result<Self> {
@@ -152,8 +158,16 @@ impl Prompts {
             .map_err(|e| Error::Template { name: name.to_string(), message: e.to_string() })
     }
 
+    /// The `unknown` category's hint for `domain` at `level` (or the highest level below it),
+    /// rendered with no evidence: what a task family's hinted examples look like when it
+    /// has a fixed hint text (the embedded curriculum does).
+    pub fn render_hint(&self, domain: &str, level: u8) -> Option<String> {
+        let (name, template, _) = self.hint_template(domain, FailureCategory::Unknown, level)?;
+        self.render(&name, template, serde_json::json!({})).ok()
+    }
+
     /// The static baseline's hints for a domain (`math` or `code`).
-    pub(crate) fn static_hints(&self, domain: &str) -> &[String] {
+    pub fn static_hints(&self, domain: &str) -> &[String] {
         if domain == "code" {
             &self.statics.code
         } else {

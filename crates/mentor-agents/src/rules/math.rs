@@ -68,17 +68,24 @@ fn strip_notes(s: &str) -> (String, Option<f64>) {
     (out.split_whitespace().collect::<Vec<_>>().join(" "), result)
 }
 
-/// The 0-based index of the first reference step whose result does not appear in `attempt`.
-/// Steps whose result already appears in the question are skipped (they prove nothing).
+/// The 0-based index of the first reference step whose result does not appear in `attempt`
+/// in order: each step's result must be found after the previous step's, so a value that
+/// only shows up earlier (as an operand, say) does not count. Steps whose result already
+/// appears in the question are skipped (they prove nothing).
 fn first_missing_step(steps: &[ReferenceStep], question_numbers: &[f64], attempt: &str) -> Option<usize> {
     let found: Vec<f64> = numbers(attempt).into_iter().map(|f| f.value).collect();
-    steps.iter().enumerate().find_map(|(i, s)| {
-        let r = s.result?;
+    let mut cursor = 0;
+    for (i, s) in steps.iter().enumerate() {
+        let Some(r) = s.result else { continue };
         if question_numbers.iter().any(|q| same(*q, r)) {
-            return None;
+            continue;
         }
-        (!found.iter().any(|v| same(*v, r))).then_some(i)
-    })
+        match found[cursor..].iter().position(|v| same(*v, r)) {
+            Some(at) => cursor += at + 1,
+            None => return Some(i),
+        }
+    }
+    None
 }
 
 /// The analysis the tutor also needs: reference steps and the group's first wrong step.
