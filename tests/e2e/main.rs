@@ -2,6 +2,8 @@
 
 mod cli_generate;
 mod cli_tasks;
+mod cli_train;
+mod cli_train_real;
 mod cli_verify;
 mod cli_verify_code;
 

@@ -3,6 +3,7 @@
 //! - `setup`: prepares the assets (Python runtime component for the code sandbox, the SmolLM2
 //!   GGUF) into the asset directory; idempotent.
 //! - `test`: setup, then every test of the workspace. This is what CI runs.
+//! - `demo`: builds `mentor` and runs `mentor demo` (the embedded default needs no assets).
 //! - `datasets`: installs the public benchmark files with sha256 checks.
 //! - `lint`: `cargo fmt --check` and `cargo clippy --all-targets -D warnings`.
 //! - `bench`: comparison benchmarks against peers (Math-Verify, ...), in release mode.
@@ -40,6 +41,12 @@ enum Command {
         #[arg(last = true)]
         cargo_args: Vec<String>,
     },
+    /// Build `mentor` and run the embedded demo (`mentor demo`); extra arguments after `--`.
+    Demo {
+        /// Extra arguments for `mentor demo` (after `--`), e.g. `-- --seeds 0,1,2`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
     /// Install the public benchmark sets into the data directory, checking sha256.
     Datasets {
         /// Copy from this folder (laid out like `shared/datasets`) instead of downloading.
@@ -67,6 +74,7 @@ fn main() {
     let result = match cli.command {
         Command::Setup => assets::setup().map(|_| ()),
         Command::Test { cargo_args } => test(&cargo_args),
+        Command::Demo { args } => demo(&args),
         Command::Datasets { from, to } => datasets::install(from.as_deref(), to.as_deref()),
         Command::Lint => lint(),
         Command::Bench { target, args } => bench::run_bench(target, &args),
@@ -91,6 +99,19 @@ fn test(extra: &[String]) -> Result<()> {
     let mut cmd = process::cargo();
     cmd.args(["test", "--workspace", "--doc"]).env(mentor_core::assets::HOME_VAR, dir.root());
     process::run(&mut cmd, "cargo test --workspace --doc")
+}
+
+/// The demo needs no downloaded asset (its model is pretrained from scratch by the demo
+/// itself), so there is no setup step: build the binary (dev profile, dependencies optimised,
+/// sharing `cargo xtask test`'s build) and run it from the repository root, so the runs land
+/// in `runs/demo/`.
+fn demo(extra: &[String]) -> Result<()> {
+    eprintln!("==> cargo build -p mentor-trainer --bin mentor");
+    process::run(process::cargo().args(["build", "-p", "mentor-trainer", "--bin", "mentor"]), "cargo build")?;
+    eprintln!("==> mentor demo {}", extra.join(" "));
+    let mut cmd = process::cargo();
+    cmd.args(["run", "-q", "-p", "mentor-trainer", "--bin", "mentor", "--", "demo"]).args(extra);
+    process::run(&mut cmd, "mentor demo")
 }
 
 fn lint() -> Result<()> {

@@ -382,7 +382,10 @@ mod tests {
         let cold = Var::from_tensor(&weights).unwrap();
         let mut d = Optimizer::new(vec![cold.clone()], &cfg, 5).unwrap();
         run(&mut d, &cold, 3);
-        assert_ne!(cold.as_tensor().to_vec1::<f64>().unwrap(), straight.as_tensor().to_vec1::<f64>().unwrap());
+        assert_ne!(
+            cold.as_tensor().to_vec1::<f64>().unwrap(),
+            straight.as_tensor().to_vec1::<f64>().unwrap()
+        );
     }
 
     #[test]

@@ -28,6 +28,90 @@ pub(crate) enum Command {
     /// Check completions with a verifier, one JSON line per input.
     #[command(subcommand)]
     Verify(VerifyCommand),
+    /// Train with GRPO (and an arm: vanilla, dapo, static_hints, refinement, mentor).
+    Train(TrainArgs),
+    /// Evaluate a model without hints (greedy pass@1, optional pass@k).
+    Eval(EvalArgs),
+    /// The embedded default: pretrain a tiny model, run every arm on 2 seeds, write a report.
+    Demo(DemoArgs),
+    /// Markdown + SVG report over run directories.
+    Report(ReportArgs),
+}
+
+/// Arguments of `mentor train`.
+#[derive(Args)]
+pub struct TrainArgs {
+    /// Config file, or a preset name: demo, gsm8k-smollm2, mbpp-smollm2, math500-eval.
+    #[arg(long)]
+    pub config: String,
+    /// Override a config value, e.g. `--set strategy.arm=vanilla` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Continue from the newest checkpoint in the run's output directory.
+    #[arg(long)]
+    pub resume: bool,
+    /// Print the run summary as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `mentor eval`.
+#[derive(Args)]
+pub struct EvalArgs {
+    /// Config file or preset (model, data and `[eval]` are used).
+    #[arg(long)]
+    pub config: String,
+    /// Override a config value (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Evaluate this model instead of `model.source` (a checkpoint's `policy/`, a run's
+    /// `final/`, a .gguf, a Hub id).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Print the rows as JSON Lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `mentor demo`.
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Config file or preset.
+    #[arg(long, default_value = "demo")]
+    pub config: String,
+    /// Override a config value (repeatable), e.g. `--set curriculum.schedule=...`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Where the demo writes its runs and report (default: the config's `run.output_dir`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Arms to run.
+    #[arg(long, value_delimiter = ',', default_value = "vanilla,static_hints,mentor")]
+    pub arms: Vec<String>,
+    /// Seeds to run.
+    #[arg(long, value_delimiter = ',', default_value = "0,1")]
+    pub seeds: Vec<u64>,
+    /// Runs at a time (each with one thread; default: the number of cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Print the demo summary as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `mentor report`.
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Run directories (each with run.json); a directory without run.json is searched one
+    /// level down.
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Output directory (default: `report/` beside the first run).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Report title.
+    #[arg(long, default_value = "MENTOR runs")]
+    pub title: String,
 }
 
 /// `mentor verify <domain>`.

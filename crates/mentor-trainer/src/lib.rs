@@ -1,13 +1,31 @@
-//! The `mentor` command-line tool and, as later issues land, the training loop that wires
-//! policy, verifiers, mentor and GRPO together.
+//! The `mentor` command-line tool and the training loop that wires policy, verifiers,
+//! mentor and GRPO together.
 //!
-//! This crate orchestrates; it owns no algorithm. Every subcommand is a module under
-//! [`commands`]; the clap definitions live in `cli`. Data goes to stdout, logs and progress
-//! to stderr, and errors end with a `hint:` line when there is something to do about them.
+//! This crate orchestrates; it owns no algorithm. The library half is the run machinery —
+//! [`config`] (TOML + presets), [`curriculum`] (the embedded task family), [`pretrain`],
+//! [`train`] (the loop), [`eval`], [`checkpoint`] and [`report`] — and every
+//! subcommand is a module under [`commands`] over it; the clap definitions live in `cli`.
+//! Data goes to stdout, logs and progress to stderr, and errors end with a `hint:` line
+//! when there is something to do about them.
 #![deny(missing_docs)]
 
+pub mod checkpoint;
 mod cli;
 pub mod commands;
+pub mod config;
+pub mod curriculum;
+pub mod error;
+pub mod eval;
+pub mod jsonl;
+pub mod policy;
+pub mod pretrain;
+pub mod report;
+pub mod rollout;
+pub mod train;
+pub mod update;
+pub mod verify;
+
+pub use error::{Error, Result};
 
 use std::process::ExitCode;
 
@@ -27,6 +45,10 @@ pub fn main() -> ExitCode {
         cli::Command::Tasks(args) => commands::tasks::run(&args),
         cli::Command::Verify(cli::VerifyCommand::Math(args)) => commands::verify::math(&args),
         cli::Command::Verify(cli::VerifyCommand::Code(args)) => commands::verify_code::run(&args),
+        cli::Command::Train(args) => commands::train::run(&args),
+        cli::Command::Eval(args) => commands::eval::run(&args),
+        cli::Command::Demo(args) => commands::demo::run(&args, cli.threads),
+        cli::Command::Report(args) => commands::report::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,7 +1,13 @@
 //! One module per `mentor` subcommand.
 
+pub mod demo;
+pub mod eval;
 pub mod generate;
+pub mod progress;
+pub mod report;
+pub mod sandbox;
 pub mod tasks;
+pub mod train;
 pub mod verify;
 #[cfg(feature = "code")]
 #[path = "verify_code.rs"]

@@ -1,0 +1,350 @@
+//! `mentor demo`: the embedded default end to end.
+//!
+//! 1. Pretrain the tiny model once on the curriculum (cached in `<out>/pretrained/` by a key
+//!    of the settings that shape it; a rerun with the same settings reuses it).
+//! 2. Per seed, a shared warm-up: vanilla GRPO on every phase but the last, checkpointed.
+//! 3. Per seed and arm, a copy of that warm-up resumed with the arm through the jump: the arms
+//!    of a seed share the warm-up and the evaluation set (paired comparison).
+//! 4. A report over all arm runs in `<out>/report/`.
+//!
+//! Steps 2–3 run as `mentor train` child processes, one thread each, as many at a time as
+//! there are cores; their logs are in each run's `log.txt`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use crate::cli::DemoArgs;
+use crate::config::TrainConfig;
+use crate::curriculum::Phase;
+use crate::pretrain::{pretrain, probe, ProbeRow};
+use crate::report::{load_run, write_report};
+use crate::train::prompts;
+
+/// What `pretrained/meta.json` records.
+#[derive(Debug, Serialize, Deserialize)]
+struct PretrainMeta {
+    key: String,
+    loss: f64,
+    seconds: f64,
+    probe: Vec<ProbeRow>,
+}
+
+/// One `mentor train` child to run.
+struct Job {
+    name: String,
+    dir: PathBuf,
+    sets: Vec<String>,
+    resume: bool,
+    steps: usize,
+    /// Copy this warm-up run into `dir` before starting.
+    from: Option<PathBuf>,
+}
+
+fn key_of(cfg: &TrainConfig) -> Result<String> {
+    let shaping =
+        (&cfg.model, &cfg.pretrain, &cfg.curriculum, &cfg.mentor.prompts, env!("CARGO_PKG_VERSION"));
+    let text = serde_json::to_string(&shaping)?;
+    Ok(format!("{:x}", Sha256::digest(text.as_bytes())))
+}
+
+fn phases_toml(phases: &[Phase]) -> String {
+    let items: Vec<String> =
+        phases.iter().map(|p| format!("{{ level = {}, steps = {} }}", p.level, p.steps)).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// Copies a run directory (not its `final/` model nor its summary).
+fn copy_run(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == "final" || name == "summary.json" || name == "log.txt" {
+            continue;
+        }
+        let (src, dst) = (entry.path(), to.join(&name));
+        if src.is_dir() {
+            copy_run(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Prints a line above the bars, or plainly when stderr is not a terminal (bars hidden).
+fn say(mp: &MultiProgress, line: impl AsRef<str>) {
+    if mp.is_hidden() {
+        eprintln!("{}", line.as_ref());
+    } else {
+        let _ = mp.println(line.as_ref());
+    }
+}
+
+fn count_lines(path: &Path) -> u64 {
+    std::fs::read(path).map(|b| b.iter().filter(|&&c| c == b'\n').count() as u64).unwrap_or(0)
+}
+
+fn spawn(job: &Job, config: &str, base_sets: &[String]) -> Result<Child> {
+    if let Some(from) = &job.from {
+        copy_run(from, &job.dir)?;
+    } else {
+        std::fs::create_dir_all(&job.dir)?;
+    }
+    let log = std::fs::File::create(job.dir.join("log.txt"))?;
+    let exe = std::env::current_exe().context("cannot find the mentor binary")?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["--threads", "1", "train", "--config", config]);
+    for s in base_sets.iter().chain(&job.sets) {
+        cmd.arg("--set").arg(s);
+    }
+    if job.resume {
+        cmd.arg("--resume");
+    }
+    cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+    cmd.spawn().with_context(|| format!("starting `mentor train` for {}", job.name))
+}
+
+fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Runs `jobs` with at most `parallel` at a time, showing one bar per running job.
+fn run_jobs(
+    jobs: Vec<Job>,
+    parallel: usize,
+    config: &str,
+    base_sets: &[String],
+    mp: &MultiProgress,
+) -> Result<()> {
+    let style = ProgressStyle::with_template("{prefix:>16} [{bar:30}] {pos}/{len} {elapsed_precise} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    let mut queue: std::collections::VecDeque<Job> = jobs.into();
+    let mut running: Vec<(Job, Child, ProgressBar, Instant)> = Vec::new();
+    while !queue.is_empty() || !running.is_empty() {
+        while running.len() < parallel.max(1) {
+            let Some(job) = queue.pop_front() else { break };
+            let child = spawn(&job, config, base_sets)?;
+            let pb = mp.add(ProgressBar::new(job.steps as u64));
+            pb.set_style(style.clone());
+            pb.set_prefix(job.name.clone());
+            running.push((job, child, pb, Instant::now()));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let mut i = 0;
+        while i < running.len() {
+            let (job, child, pb, t0) = &mut running[i];
+            pb.set_position(count_lines(&job.dir.join("metrics.jsonl")));
+            match child.try_wait()? {
+                None => i += 1,
+                Some(status) => {
+                    let secs = t0.elapsed().as_secs_f64();
+                    pb.finish_and_clear();
+                    if !status.success() {
+                        let (job, _, _, _) = running.swap_remove(i);
+                        for (_, other, _, _) in running.iter_mut() {
+                            let _ = other.kill();
+                        }
+                        bail!(
+                            "{} failed ({status}); the end of {}:\n{}",
+                            job.name,
+                            job.dir.join("log.txt").display(),
+                            tail(&job.dir.join("log.txt"), 15)
+                        );
+                    }
+                    say(mp, format!("{:>16} done in {secs:.0} s", job.name));
+                    running.swap_remove(i);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Pretrains (or reuses) the shared starting model; returns its directory.
+fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathBuf> {
+    let dir = out.join("pretrained");
+    let key = key_of(cfg)?;
+    let meta_path = dir.join("meta.json");
+    if let Ok(text) = std::fs::read_to_string(&meta_path) {
+        if let Ok(meta) = serde_json::from_str::<PretrainMeta>(&text) {
+            if meta.key == key && dir.join("model.safetensors").is_file() {
+                say(mp, format!("pretrained model reused from {} (loss {:.3})", dir.display(), meta.loss));
+                return Ok(dir);
+            }
+        }
+    }
+    let t0 = Instant::now();
+    let policy = crate::policy::build(&cfg.model, 0)?;
+    let p = prompts(cfg)?;
+    let pb = mp.add(ProgressBar::new(cfg.pretrain.steps as u64));
+    pb.set_style(
+        ProgressStyle::with_template("{prefix:>16} [{bar:30}] {pos}/{len} {elapsed_precise} eta {eta} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    pb.set_prefix("pretrain");
+    let mut cb = |s: usize, n: usize, l: f64| {
+        pb.set_position(s as u64);
+        pb.set_message(format!("loss {l:.3}"));
+        if mp.is_hidden() && (s.is_multiple_of(100) || s == n) {
+            eprintln!("pretrain step {s}/{n}: loss {l:.3}");
+        }
+    };
+    let loss = pretrain(&policy, &cfg.pretrain, &cfg.curriculum, &p, 0, &mut cb)?;
+    pb.finish_and_clear();
+    let hard = cfg.curriculum.schedule.last().map_or(4, |p| p.level);
+    let mut levels: Vec<u32> = cfg.pretrain.unhinted_levels.clone();
+    levels.push(hard);
+    levels.sort_unstable();
+    levels.dedup();
+    let probe =
+        probe(&policy, &cfg.curriculum, &p, &levels, &[0, 1, 2], 100, 0, cfg.sampling.max_new_tokens)?;
+    policy.save(&dir)?;
+    let meta = PretrainMeta { key, loss, seconds: t0.elapsed().as_secs_f64(), probe };
+    crate::jsonl::write_json(&meta_path, &meta)?;
+    say(mp, format!("pretrained in {:.0} s (loss {loss:.3}); greedy probe:", meta.seconds));
+    for r in &meta.probe {
+        say(mp, format!("  level {} with {} reference line(s) given: {:.2}", r.level, r.given, r.accuracy));
+    }
+    Ok(dir)
+}
+
+/// Runs `mentor demo`.
+pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
+    let started = Instant::now();
+    let cfg = TrainConfig::load(&args.config, &args.sets).context("invalid demo configuration")?;
+    let out = args.out.clone().unwrap_or_else(|| cfg.run.output_dir.clone());
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mp = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    for arm in &args.arms {
+        if !["vanilla", "dapo", "static_hints", "refinement", "mentor"].contains(&arm.as_str()) {
+            bail!("--arms: `{arm}` is not an arm (allowed: vanilla, dapo, static_hints, refinement, mentor)");
+        }
+    }
+    say(
+        &mp,
+        format!(
+            "MENTOR demo: arms {} × seeds {:?}, schedule {} → {}",
+            args.arms.join(", "),
+            args.seeds,
+            phases_toml(&cfg.curriculum.schedule),
+            out.display()
+        ),
+    );
+    let pre = if cfg.pretrain.steps > 0 { Some(pretrained(&cfg, &out, &mp)?) } else { None };
+    let parallel = args.jobs.unwrap_or_else(|| {
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    });
+    let mut base: Vec<String> = args.sets.clone();
+    base.push("run.progress=false".into());
+    base.push("pretrain.steps=0".into());
+    if let Some(p) = &pre {
+        base.push(format!("model.source={}", p.display()));
+    }
+    let schedule = &cfg.curriculum.schedule;
+    let warm: Vec<Phase> = schedule[..schedule.len().saturating_sub(1)].to_vec();
+    let warm_steps: usize = warm.iter().map(|p| p.steps).sum();
+    let total = cfg.total_steps();
+    // Fresh runs every time: remove earlier warm-ups and arms.
+    for seed in &args.seeds {
+        for name in std::iter::once("warmup".to_string()).chain(args.arms.iter().cloned()) {
+            let d = out.join(format!("{name}-s{seed}"));
+            if d.exists() {
+                std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+            }
+        }
+    }
+    if warm_steps > 0 {
+        let jobs = args
+            .seeds
+            .iter()
+            .map(|seed| {
+                let dir = out.join(format!("warmup-s{seed}"));
+                Job {
+                    name: format!("warmup-s{seed}"),
+                    sets: vec![
+                        format!("run.output_dir={}", dir.display()),
+                        format!("run.seed={seed}"),
+                        format!("run.name=warmup-s{seed}"),
+                        "strategy.arm=vanilla".into(),
+                        format!("curriculum.schedule={}", phases_toml(&warm)),
+                        "run.steps=0".into(),
+                    ],
+                    dir,
+                    resume: false,
+                    steps: warm_steps,
+                    from: None,
+                }
+            })
+            .collect();
+        run_jobs(jobs, parallel, &args.config, &base, &mp)?;
+    }
+    let mut jobs = Vec::new();
+    let mut dirs = Vec::new();
+    for seed in &args.seeds {
+        for arm in &args.arms {
+            let dir = out.join(format!("{arm}-s{seed}"));
+            dirs.push(dir.clone());
+            jobs.push(Job {
+                name: format!("{arm}-s{seed}"),
+                sets: vec![
+                    format!("run.output_dir={}", dir.display()),
+                    format!("run.seed={seed}"),
+                    format!("run.name={arm}-s{seed}"),
+                    format!("strategy.arm={arm}"),
+                ],
+                dir,
+                resume: warm_steps > 0,
+                steps: total,
+                from: (warm_steps > 0).then(|| out.join(format!("warmup-s{seed}"))),
+            });
+        }
+    }
+    run_jobs(jobs, parallel, &args.config, &base, &mp)?;
+    let runs = dirs.iter().map(|d| load_run(d)).collect::<std::result::Result<Vec<_>, _>>()?;
+    let report_dir = out.join("report");
+    let summary =
+        write_report(&runs, &report_dir, "MENTOR demo: zero-reward collapse after a difficulty jump")?;
+    let secs = started.elapsed().as_secs_f64();
+    let fmt = |a: &Option<crate::report::Agg>| {
+        a.as_ref().map_or("–".to_string(), |a| format!("{:.3} ({:.3}–{:.3})", a.mean, a.min, a.max))
+    };
+    eprintln!("\n{:<14} {:>26} {:>26} {:>22}", "arm", "final hard pass@1", "ZRF after jump", "interventions");
+    for row in &summary.table {
+        eprintln!(
+            "{:<14} {:>26} {:>26} {:>22}",
+            row.arm,
+            fmt(&row.pass1),
+            fmt(&row.mean_zrf),
+            row.interventions.as_ref().map_or("–".into(), |a| format!("{:.0}", a.mean))
+        );
+    }
+    eprintln!("\ndemo finished in {:.1} min; report: {}", secs / 60.0, summary.markdown.display());
+    if args.json {
+        let rows: Vec<serde_json::Value> = summary
+            .table
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "arm": r.arm, "seeds": r.seeds,
+                    "pass1": r.pass1.as_ref().map(|a| a.mean),
+                    "mean_zrf": r.mean_zrf.as_ref().map(|a| a.mean),
+                    "interventions": r.interventions.as_ref().map(|a| a.mean),
+                    "rescue_rate": r.rescue_rate.as_ref().map(|a| a.mean),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::json!({"report": summary.markdown, "seconds": secs, "arms": rows}));
+    }
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! `mentor eval`: unhinted evaluation of a model on a config's evaluation sets.
+
+use anyhow::{Context, Result};
+
+pub use crate::cli::EvalArgs;
+use crate::config::{DataKind, TrainConfig};
+use crate::train::{eval_sets, load_tasks, run_eval};
+
+/// Runs `mentor eval`.
+pub fn run(args: &EvalArgs) -> Result<()> {
+    let mut cfg = TrainConfig::load(&args.config, &args.sets).context("invalid configuration")?;
+    if let Some(m) = &args.model {
+        cfg.model.source = m.clone();
+    }
+    let policy = crate::policy::build(&cfg.model, cfg.run.seed)
+        .with_context(|| format!("cannot load the model `{}`", cfg.model.source))?;
+    let tasks = load_tasks(&cfg)?;
+    let sets = eval_sets(&cfg, &tasks);
+    if sets.is_empty() {
+        anyhow::bail!(
+            "nothing to evaluate\nhint: set data.eval_tasks (datasets) or eval.levels (curriculum)"
+        );
+    }
+    let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
+    let rows = super::sandbox::with_code(code, |v| {
+        let verifier = crate::verify::DomainVerifier::new(v);
+        Ok(run_eval(&cfg, &policy, &verifier, &sets, 0)?)
+    })?;
+    for r in &rows {
+        if args.json {
+            println!("{}", serde_json::to_string(r)?);
+        } else {
+            let k = r.passk.map(|p| format!("  pass@{} {p:.3}", r.k)).unwrap_or_default();
+            let level = if r.level > 0 { format!("level {}  ", r.level) } else { String::new() };
+            println!("{level}n {}  pass@1 {:.3}{k}", r.n, r.pass1);
+        }
+    }
+    Ok(())
+}

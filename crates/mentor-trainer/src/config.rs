@@ -1,0 +1,600 @@
+//! The run configuration: one TOML file (see `configs/*.toml`) with `--set key=value`
+//! overrides, validated up front so a mistake is reported before any work starts, naming the
+//! field and the values it allows.
+
+use std::path::{Path, PathBuf};
+
+use mentor_grpo::GrpoConfig;
+use mentor_integration::{InterventionConfig, MonitorConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::curriculum::{Operands, Phase, MAX_LEVEL};
+use crate::error::{Error, Result};
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Name, seed, length, output.
+    pub run: RunSection,
+    /// The policy.
+    pub model: ModelSection,
+    /// Where tasks come from.
+    pub data: DataSection,
+    /// The synthetic curriculum (when `data.kind = "curriculum"`).
+    pub curriculum: CurriculumSection,
+    /// Supervised pretraining of a from-scratch model before RL (`model.source = "tiny"`).
+    pub pretrain: PretrainSection,
+    /// Rollouts.
+    pub sampling: SamplingSection,
+    /// The GRPO update (TRL's `GRPOConfig` names; `num_generations` and
+    /// `max_completion_length` are taken from `[sampling]`).
+    pub grpo: GrpoConfig,
+    /// The arm.
+    pub strategy: StrategySection,
+    /// The mentor of intervening arms.
+    pub mentor: MentorSection,
+    /// Periodic evaluation without hints.
+    pub eval: EvalSection,
+}
+
+/// `[run]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunSection {
+    /// Run name (the report's legend).
+    pub name: String,
+    /// Seed of everything random in the run (tasks, sampling, initialisation).
+    pub seed: u64,
+    /// Output directory (metrics, checkpoints, report). Relative paths are relative to the
+    /// current directory.
+    pub output_dir: PathBuf,
+    /// Training steps (for the curriculum: the schedule's total unless set).
+    pub steps: usize,
+    /// Save a checkpoint every this many steps (0: only at the end).
+    pub checkpoint_every: usize,
+    /// Show progress bars.
+    pub progress: bool,
+}
+
+impl Default for RunSection {
+    fn default() -> Self {
+        Self {
+            name: "run".into(),
+            seed: 0,
+            output_dir: PathBuf::from("runs/run"),
+            steps: 0,
+            checkpoint_every: 10,
+            progress: true,
+        }
+    }
+}
+
+/// `[model]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelSection {
+    /// `tiny` (a from-scratch character-level Llama), a local model directory, a `.gguf`
+    /// file, a Hub repo id, or `smollm2` (the SmolLM2 GGUF that `cargo xtask setup` installs).
+    pub source: String,
+    /// Tiny model: decoder layers.
+    pub layers: usize,
+    /// Tiny model: hidden size.
+    pub hidden: usize,
+    /// Tiny model: attention heads.
+    pub heads: usize,
+    /// Tiny model: MLP width.
+    pub intermediate: usize,
+}
+
+impl Default for ModelSection {
+    fn default() -> Self {
+        Self { source: "tiny".into(), layers: 3, hidden: 64, heads: 4, intermediate: 170 }
+    }
+}
+
+/// Task sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataKind {
+    /// The embedded synthetic curriculum.
+    Curriculum,
+    /// GSM8K (math verifier).
+    Gsm8k,
+    /// MATH-500 (math verifier).
+    Math500,
+    /// MBPP (code sandbox).
+    Mbpp,
+    /// HumanEval (code sandbox).
+    Humaneval,
+}
+
+/// `[data]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DataSection {
+    /// Which tasks.
+    pub kind: DataKind,
+    /// Dataset directory laid out as `cargo xtask datasets` installs it (default:
+    /// `$MENTOR_HOME/datasets`, else `../shared/datasets` when present).
+    pub dir: Option<PathBuf>,
+    /// Use at most this many training tasks (0: all).
+    pub limit: usize,
+    /// Tasks held out for evaluation (taken from the end of the file; 0: none).
+    pub eval_tasks: usize,
+    /// System prompt put before each task (real models).
+    pub system_prompt: Option<String>,
+}
+
+impl Default for DataSection {
+    fn default() -> Self {
+        Self { kind: DataKind::Curriculum, dir: None, limit: 0, eval_tasks: 0, system_prompt: None }
+    }
+}
+
+/// `[curriculum]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CurriculumSection {
+    /// Phases in order (level, steps): e.g. two digits for 20 steps, then four.
+    pub schedule: Vec<Phase>,
+    /// How operands are drawn at each level.
+    pub operands: Operands,
+    /// Levels at which `Full` operands are used regardless of `operands` (the hard level).
+    pub full_operand_levels: Vec<u32>,
+}
+
+impl Default for CurriculumSection {
+    fn default() -> Self {
+        Self {
+            schedule: vec![Phase { level: 2, steps: 20 }, Phase { level: 4, steps: 100 }],
+            operands: Operands::Mixed,
+            full_operand_levels: vec![],
+        }
+    }
+}
+
+impl CurriculumSection {
+    /// The operand rule at `level`.
+    pub fn operands_at(&self, level: u32) -> Operands {
+        if self.full_operand_levels.contains(&level) {
+            Operands::Full
+        } else {
+            self.operands
+        }
+    }
+}
+
+/// `[pretrain]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PretrainSection {
+    /// Supervised steps (0: none).
+    pub steps: usize,
+    /// Examples per step.
+    pub batch: usize,
+    /// Peak learning rate (cosine decay after a linear warm-up).
+    pub learning_rate: f64,
+    /// Warm-up steps.
+    pub warmup: usize,
+    /// Levels of the plain (unhinted) examples.
+    pub unhinted_levels: Vec<u32>,
+    /// Levels of the hinted examples (hint text + the first k reference steps given).
+    pub hinted_levels: Vec<u32>,
+    /// Share of hinted examples.
+    pub hinted_fraction: f64,
+}
+
+impl Default for PretrainSection {
+    fn default() -> Self {
+        Self {
+            steps: 0,
+            batch: 64,
+            learning_rate: 1e-3,
+            warmup: 50,
+            unhinted_levels: vec![1, 2],
+            hinted_levels: vec![1, 2, 3, 4],
+            hinted_fraction: 0.5,
+        }
+    }
+}
+
+/// `[sampling]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SamplingSection {
+    /// Prompts (groups) per step.
+    pub prompts_per_step: usize,
+    /// Completions per prompt (G).
+    pub group_size: usize,
+    /// Sampling temperature (top-p/top-k are off so sampling log-probs are exact).
+    pub temperature: f64,
+    /// Most new tokens per completion.
+    pub max_new_tokens: usize,
+}
+
+impl Default for SamplingSection {
+    fn default() -> Self {
+        Self { prompts_per_step: 8, group_size: 8, temperature: 1.0, max_new_tokens: 48 }
+    }
+}
+
+/// The arms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arm {
+    /// Plain GRPO.
+    Vanilla,
+    /// DAPO dynamic sampling.
+    Dapo,
+    /// Generic hints chosen at random, no diagnosis.
+    StaticHints,
+    /// The learner revises a failed answer shown with the verifier's feedback.
+    Refinement,
+    /// MENTOR: diagnose, hint, guard.
+    Mentor,
+}
+
+impl Arm {
+    /// The name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arm::Vanilla => "vanilla",
+            Arm::Dapo => "dapo",
+            Arm::StaticHints => "static_hints",
+            Arm::Refinement => "refinement",
+            Arm::Mentor => "mentor",
+        }
+    }
+}
+
+/// `[strategy]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StrategySection {
+    /// The arm.
+    pub arm: Arm,
+    /// DAPO: most refill groups per step.
+    pub dapo_max_refill: usize,
+    /// Collapse monitor.
+    pub monitor: MonitorConfig,
+    /// Intervening arms (static_hints, refinement, mentor).
+    pub intervention: InterventionConfig,
+}
+
+impl Default for StrategySection {
+    fn default() -> Self {
+        Self {
+            arm: Arm::Vanilla,
+            dapo_max_refill: 8,
+            monitor: MonitorConfig::default(),
+            intervention: InterventionConfig::default(),
+        }
+    }
+}
+
+/// Mentor backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// Offline, deterministic diagnosis and templates.
+    Rules,
+    /// An OpenAI-compatible chat endpoint (falls back to rules on any failure).
+    Llm,
+}
+
+/// `[mentor]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MentorSection {
+    /// Backend.
+    pub backend: Backend,
+    /// Hint templates: `default` (the embedded ones), `curriculum` (short texts in the tiny
+    /// model's alphabet), or a directory holding `hints.toml` / `static_hints.toml` /
+    /// `llm.toml`.
+    pub prompts: String,
+    /// `llm`: base URL including the version path.
+    pub base_url: String,
+    /// `llm`: model name.
+    pub model: String,
+    /// `llm`: environment variable holding the API key (none when unset).
+    pub api_key_env: Option<String>,
+    /// `llm`: per-request timeout in seconds.
+    pub timeout_secs: f64,
+    /// Guard: longest hint in characters.
+    pub max_hint_chars: usize,
+}
+
+impl Default for MentorSection {
+    fn default() -> Self {
+        Self {
+            backend: Backend::Rules,
+            prompts: "default".into(),
+            base_url: "http://127.0.0.1:8080/v1".into(),
+            model: "default".into(),
+            api_key_env: None,
+            timeout_secs: 60.0,
+            max_hint_chars: 2000,
+        }
+    }
+}
+
+/// `[eval]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvalSection {
+    /// Evaluate every this many steps (0: only before the first and after the last step).
+    pub every: usize,
+    /// Held-out problems per level (curriculum).
+    pub problems: usize,
+    /// Curriculum levels to evaluate (empty: the schedule's levels).
+    pub levels: Vec<u32>,
+    /// Samples per problem for pass@k (0: greedy pass@1 only).
+    pub k: usize,
+    /// Temperature of the pass@k samples.
+    pub temperature: f64,
+}
+
+impl Default for EvalSection {
+    fn default() -> Self {
+        Self { every: 10, problems: 200, levels: vec![], k: 0, temperature: 1.0 }
+    }
+}
+
+/// The presets shipped with the binary: `(name, TOML)`.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("demo", include_str!("../configs/demo.toml")),
+    ("gsm8k-smollm2", include_str!("../configs/gsm8k-smollm2.toml")),
+    ("mbpp-smollm2", include_str!("../configs/mbpp-smollm2.toml")),
+    ("math500-eval", include_str!("../configs/math500-eval.toml")),
+];
+
+impl TrainConfig {
+    /// Reads `path` (or a preset name such as `demo`), applies `key=value` overrides
+    /// (dotted keys, TOML values; a bare word is taken as a string) and validates.
+    pub fn load(path: &str, sets: &[String]) -> Result<Self> {
+        let (label, text) = match PRESETS.iter().find(|(n, _)| *n == path) {
+            Some((name, text)) => (format!("preset `{name}`"), (*text).to_string()),
+            None => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|source| Error::Io { path: PathBuf::from(path), source })?;
+                (path.to_string(), text)
+            }
+        };
+        Self::parse(&label, &text, sets)
+    }
+
+    /// Parses TOML text (named `label` in errors), applies overrides and validates.
+    pub fn parse(label: &str, text: &str, sets: &[String]) -> Result<Self> {
+        // The file alone first, so that its mistakes are reported with line and column.
+        toml::from_str::<TrainConfig>(text).map_err(|e| Error::Config {
+            file: label.into(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let mut doc: toml::Table =
+            toml::from_str(text).map_err(|e| Error::Config { file: label.into(), message: e.to_string() })?;
+        for set in sets {
+            apply_set(&mut doc, set)?;
+        }
+        let cfg: TrainConfig = TrainConfig::deserialize(toml::Value::Table(doc)).map_err(|e| {
+            let file =
+                if sets.is_empty() { label.to_string() } else { format!("{label} with --set overrides") };
+            Error::Config { file, message: e.to_string().trim_end().to_string() }
+        })?;
+        cfg.validate().map_err(|message| Error::Config { file: label.into(), message })?;
+        Ok(cfg)
+    }
+
+    /// Training steps: `run.steps`, else the curriculum schedule's total.
+    pub fn total_steps(&self) -> usize {
+        if self.run.steps > 0 || self.data.kind != DataKind::Curriculum {
+            self.run.steps
+        } else {
+            self.curriculum.schedule.iter().map(|p| p.steps).sum()
+        }
+    }
+
+    /// The curriculum levels to evaluate.
+    pub fn eval_levels(&self) -> Vec<u32> {
+        if !self.eval.levels.is_empty() {
+            return self.eval.levels.clone();
+        }
+        let mut v: Vec<u32> = self.curriculum.schedule.iter().map(|p| p.level).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The GRPO config with the sampling section's group size and length filled in.
+    pub fn grpo_config(&self) -> GrpoConfig {
+        GrpoConfig {
+            num_generations: self.sampling.group_size,
+            max_completion_length: self.sampling.max_new_tokens,
+            ..self.grpo.clone()
+        }
+    }
+
+    /// Checks values serde cannot: ranges and combinations. The message names the field.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let err = |field: &str, msg: String| Err(format!("`{field}`: {msg}"));
+        if self.total_steps() == 0 {
+            return err("run.steps", "must be > 0 (or give the curriculum a schedule)".into());
+        }
+        if self.sampling.group_size < 2 {
+            return err(
+                "sampling.group_size",
+                format!("{} (GRPO needs at least 2)", self.sampling.group_size),
+            );
+        }
+        if self.sampling.prompts_per_step == 0 {
+            return err("sampling.prompts_per_step", "must be > 0".into());
+        }
+        if !(self.sampling.temperature > 0.0 && self.sampling.temperature.is_finite()) {
+            return err("sampling.temperature", format!("{} (must be > 0)", self.sampling.temperature));
+        }
+        if self.sampling.max_new_tokens == 0 {
+            return err("sampling.max_new_tokens", "must be > 0".into());
+        }
+        if self.data.kind == DataKind::Curriculum {
+            if self.curriculum.schedule.is_empty() {
+                return err("curriculum.schedule", "needs at least one phase".into());
+            }
+            for (i, p) in self.curriculum.schedule.iter().enumerate() {
+                if !(1..=MAX_LEVEL).contains(&p.level) {
+                    return err(
+                        &format!("curriculum.schedule[{i}].level"),
+                        format!("{} (allowed: 1..={MAX_LEVEL})", p.level),
+                    );
+                }
+            }
+            for l in self
+                .pretrain
+                .unhinted_levels
+                .iter()
+                .chain(&self.pretrain.hinted_levels)
+                .chain(&self.eval.levels)
+            {
+                if !(1..=MAX_LEVEL).contains(l) {
+                    return err("pretrain/eval levels", format!("{l} (allowed: 1..={MAX_LEVEL})"));
+                }
+            }
+        } else if self.pretrain.steps > 0 {
+            return err(
+                "pretrain.steps",
+                "pretraining is only defined for `data.kind = \"curriculum\"`".into(),
+            );
+        }
+        if self.model.source == "tiny" && self.data.kind != DataKind::Curriculum {
+            return err(
+                "model.source",
+                "`tiny` only speaks the curriculum's alphabet; use a real model".into(),
+            );
+        }
+        if self.pretrain.steps > 0 {
+            if self.pretrain.batch == 0 {
+                return err("pretrain.batch", "must be > 0".into());
+            }
+            if !(0.0..=1.0).contains(&self.pretrain.hinted_fraction) {
+                return err(
+                    "pretrain.hinted_fraction",
+                    format!("{} (allowed: 0..=1)", self.pretrain.hinted_fraction),
+                );
+            }
+            if self.pretrain.unhinted_levels.is_empty() && self.pretrain.hinted_fraction < 1.0 {
+                return err("pretrain.unhinted_levels", "empty while some examples are unhinted".into());
+            }
+            if self.pretrain.hinted_levels.is_empty() && self.pretrain.hinted_fraction > 0.0 {
+                return err("pretrain.hinted_levels", "empty while some examples are hinted".into());
+            }
+        }
+        if self.model.source == "tiny" && !self.model.hidden.is_multiple_of(self.model.heads.max(1)) {
+            return err(
+                "model.hidden",
+                format!("{} is not a multiple of model.heads = {}", self.model.hidden, self.model.heads),
+            );
+        }
+        if self.mentor.backend == Backend::Llm && self.mentor.timeout_secs <= 0.0 {
+            return err("mentor.timeout_secs", "must be > 0".into());
+        }
+        self.grpo_config().validate().map_err(|e| format!("[grpo] {e}"))?;
+        if self.strategy.intervention.hinted_samples == 0 {
+            return err("strategy.intervention.hinted_samples", "must be > 0".into());
+        }
+        Ok(())
+    }
+
+    /// The run directory.
+    pub fn output_dir(&self) -> &Path {
+        &self.run.output_dir
+    }
+}
+
+/// Applies one `a.b.c=value` override to the TOML document.
+fn apply_set(doc: &mut toml::Table, set: &str) -> Result<()> {
+    let bad = |message: String| Error::Config { file: "--set".into(), message };
+    let (key, raw) = set.split_once('=').ok_or_else(|| bad(format!("`{set}` is not key=value")))?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return Err(bad(format!("`{key}` is not a dotted key")));
+    }
+    // A TOML value if it parses as one (numbers, booleans, arrays, quoted strings), else the
+    // raw text as a string.
+    let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.trim().to_string()));
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut table = doc;
+    for part in &parts[..parts.len() - 1] {
+        let entry =
+            table.entry((*part).to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        table = entry.as_table_mut().ok_or_else(|| bad(format!("`{part}` in `{key}` is not a table")))?;
+    }
+    table.insert(parts[parts.len() - 1].to_string(), value);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_parses_and_validates() {
+        for (name, _) in PRESETS {
+            TrainConfig::load(name, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn overrides_reach_nested_fields_with_typed_values() {
+        let cfg = TrainConfig::load(
+            "demo",
+            &[
+                "run.seed=7".into(),
+                "strategy.arm=vanilla".into(),
+                "grpo.learning_rate=0.001".into(),
+                "strategy.intervention.credit=\"in_context\"".into(),
+                "run.output_dir=/tmp/x y".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(cfg.run.seed, 7);
+        assert_eq!(cfg.strategy.arm, Arm::Vanilla);
+        assert_eq!(cfg.grpo.learning_rate, 0.001);
+        assert_eq!(cfg.strategy.intervention.credit, mentor_integration::Credit::InContext);
+        assert_eq!(cfg.run.output_dir, PathBuf::from("/tmp/x y"));
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_allowed_values() {
+        let e = TrainConfig::load("demo", &["strategy.arm=mentr".into()]).unwrap_err().to_string();
+        assert!(e.contains("mentr") && e.contains("vanilla") && e.contains("mentor"), "{e}");
+        let e = TrainConfig::parse("x.toml", "[run]\nsede = 1\n", &[]).unwrap_err().to_string();
+        assert!(e.contains("x.toml") && e.contains("sede") && e.contains("line 2"), "{e}");
+        let e = TrainConfig::load("demo", &["sampling.group_size=1".into()]).unwrap_err().to_string();
+        assert!(e.contains("sampling.group_size"), "{e}");
+        let e = TrainConfig::load("demo", &["curriculum.schedule=[{level = 12, steps = 3}]".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("curriculum.schedule[0].level") && e.contains("1..=9"), "{e}");
+        let e = TrainConfig::load("demo", &["grpo.learning_rate=-1".into()]).unwrap_err().to_string();
+        assert!(e.contains("learning_rate"), "{e}");
+        assert!(TrainConfig::load("demo", &["novalue".into()]).is_err());
+        let e = TrainConfig::load("/nonexistent/x.toml", &[]).unwrap_err().to_string();
+        assert!(e.contains("/nonexistent/x.toml"), "{e}");
+    }
+
+    #[test]
+    fn curriculum_steps_default_to_the_schedule() {
+        let cfg = TrainConfig::load(
+            "demo",
+            &[
+                "curriculum.schedule=[{level = 2, steps = 3}, {level = 4, steps = 5}]".into(),
+                "run.steps=0".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(cfg.total_steps(), 8);
+        assert_eq!(cfg.eval_levels(), vec![2, 4]);
+    }
+}

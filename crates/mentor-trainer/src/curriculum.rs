@@ -1,0 +1,243 @@
+//! The embedded synthetic curriculum: multi-digit addition with a worked, least-significant-
+//! digit-first scratchpad, at difficulty levels 1 (one-digit numbers) and up.
+//!
+//! A level-`L` problem adds two numbers of up to `L` digits. The completion writes one line
+//! per column, right to left, `a+b+carry=sum`, then the answer read off the scratchpad's last
+//! digits, least significant first:
+//!
+//! ```text
+//! prompt      457+68=
+//! completion  7+8+0=15
+//!             5+6+1=12
+//!             4+0+1=5
+//!             A:525
+//! ```
+//!
+//! The answer is checked by the math verifier against the gold digits (`525`; 1029+3=1032 is
+//! written `A:2301`). The reference solution is the worked scratchpad itself, one step per
+//! line, so the `rules` mentor can find the first line an attempt got wrong and hint the
+//! correct lines up to it. Carries make the failure position vary from problem to problem.
+//!
+//! Problems are drawn from a seeded RNG: the same seed, level and index give the same task.
+
+use mentor_core::{MathPayload, Message, Payload, Task, TaskMeta};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+/// The characters the curriculum's prompts, completions and hints use (the tiny model's
+/// character vocabulary). Hint texts in `curriculum/prompts` must stay inside it.
+pub const ALPHABET: &str = "0123456789+=:A\nHint abcdefghijklmnopqrsuvwxyz.,";
+
+/// Name recorded in [`TaskMeta::source`].
+pub const SOURCE: &str = "carry-add";
+
+/// Highest supported level (number of digits).
+pub const MAX_LEVEL: u32 = 9;
+
+/// One addition problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Problem {
+    /// First operand.
+    pub a: u64,
+    /// Second operand.
+    pub b: u64,
+}
+
+/// How operands are drawn at a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Operands {
+    /// `a` has exactly `L` digits, `b` between 1 and `L` (the prototype's distribution).
+    #[default]
+    Mixed,
+    /// Both operands have exactly `L` digits (more columns with carries).
+    Full,
+}
+
+impl Problem {
+    /// Draws a level-`level` problem.
+    pub fn draw(level: u32, operands: Operands, rng: &mut impl Rng) -> Problem {
+        let level = level.clamp(1, MAX_LEVEL);
+        let digits = |n: u32, rng: &mut dyn rand::RngCore| -> u64 {
+            if n == 1 {
+                rng.random_range(0..10)
+            } else {
+                rng.random_range(10u64.pow(n - 1)..10u64.pow(n))
+            }
+        };
+        let a = digits(level, rng);
+        let bl = match operands {
+            Operands::Mixed => rng.random_range(1..=level),
+            Operands::Full => level,
+        };
+        let b = digits(bl, rng);
+        Problem { a, b }
+    }
+
+    /// The prompt text, `a+b=`.
+    pub fn prompt(&self) -> String {
+        format!("{}+{}=", self.a, self.b)
+    }
+
+    /// The worked scratchpad lines (without the answer line).
+    pub fn steps(&self) -> Vec<String> {
+        let (mut a, mut b, mut carry) = (self.a, self.b, 0u64);
+        let mut out = Vec::new();
+        loop {
+            let (da, db) = (a % 10, b % 10);
+            let s = da + db + carry;
+            out.push(format!("{da}+{db}+{carry}={s}"));
+            carry = s / 10;
+            a /= 10;
+            b /= 10;
+            if a == 0 && b == 0 {
+                break;
+            }
+        }
+        out
+    }
+
+    /// The answer digits, least significant first (`457+68` → `525`, `1029+3` → `2301`).
+    pub fn answer(&self) -> String {
+        (self.a + self.b).to_string().chars().rev().collect()
+    }
+
+    /// The full reference completion: the steps, then `A:` and the answer.
+    pub fn solution(&self) -> String {
+        let mut lines = self.steps();
+        lines.push(format!("A:{}", self.answer()));
+        lines.join("\n")
+    }
+
+    /// The task: one user message with the prompt, the gold answer and the reference
+    /// solution, with its level in the metadata.
+    pub fn task(&self, id: impl Into<String>, level: u32) -> Task {
+        Task {
+            id: id.into(),
+            prompt: vec![Message::user(self.prompt())],
+            payload: Payload::Math(MathPayload { answer: self.answer(), solution: Some(self.solution()) }),
+            meta: TaskMeta { source: SOURCE.into(), level: Some(level), subject: None },
+        }
+    }
+}
+
+/// One phase of the training schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Phase {
+    /// Difficulty level of the phase's problems.
+    pub level: u32,
+    /// Number of training steps.
+    pub steps: usize,
+}
+
+/// The level of training step `step` under `schedule` (the last phase's level after its end).
+pub fn level_at(schedule: &[Phase], step: usize) -> u32 {
+    let mut end = 0;
+    for p in schedule {
+        end += p.steps;
+        if step < end {
+            return p.level;
+        }
+    }
+    schedule.last().map_or(1, |p| p.level)
+}
+
+/// A seeded stream of tasks at one level: the `i`-th task depends only on `(seed, level, i)`.
+pub fn tasks(seed: u64, level: u32, operands: Operands, count: usize, tag: &str) -> Vec<Task> {
+    let mut rng = StdRng::seed_from_u64(seed ^ (u64::from(level) << 48) ^ 0x5eed_c0de);
+    (0..count)
+        .map(|i| Problem::draw(level, operands, &mut rng).task(format!("{tag}-L{level}-{i}"), level))
+        .collect()
+}
+
+/// The level of a task made by [`Problem::task`].
+pub fn task_level(task: &Task) -> Option<u32> {
+    task.meta.level
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mentor_core::Verifier;
+    use proptest::prelude::*;
+
+    #[test]
+    fn worked_example_matches_the_format() {
+        let p = Problem { a: 457, b: 68 };
+        assert_eq!(p.prompt(), "457+68=");
+        assert_eq!(p.solution(), "7+8+0=15\n5+6+1=12\n4+0+1=5\nA:525");
+        let q = Problem { a: 1029, b: 3 };
+        assert_eq!(q.answer(), "2301");
+        assert_eq!(q.steps(), vec!["9+3+0=12", "2+0+1=3", "0+0+0=0", "1+0+0=1"]);
+        // A final carry shows in the answer, not as an extra step.
+        assert_eq!(Problem { a: 95, b: 7 }.solution(), "5+7+0=12\n9+0+1=10\nA:201");
+    }
+
+    #[test]
+    fn every_character_is_in_the_alphabet() {
+        let p = Problem { a: 987_654_321, b: 123_456_789 };
+        let t = p.task("x", 9);
+        for c in p.prompt().chars().chain(p.solution().chars()).chain(t.reference_answer().unwrap().chars()) {
+            assert!(ALPHABET.contains(c), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn the_math_verifier_accepts_the_reference_and_rejects_a_slip() {
+        let v = mentor_verify_math::MathVerifier::default();
+        let p = Problem { a: 4573, b: 6821 };
+        let task = p.task("t", 4);
+        assert!(v.verify(&task, &p.solution()).unwrap().passed());
+        let mut wrong = p.solution();
+        wrong.truncate(wrong.rfind(':').unwrap() + 1);
+        wrong.push_str("49301");
+        assert!(!v.verify(&task, &wrong).unwrap().passed());
+        // Stopping early (the collapse mode) fails.
+        assert!(!v.verify(&task, "3+1+0=4\n7+2+0=9\nA:94").unwrap().passed());
+    }
+
+    #[test]
+    fn schedule_levels() {
+        let s = [Phase { level: 2, steps: 3 }, Phase { level: 4, steps: 2 }];
+        let levels: Vec<u32> = (0..7).map(|i| level_at(&s, i)).collect();
+        assert_eq!(levels, vec![2, 2, 2, 4, 4, 4, 4]);
+    }
+
+    #[test]
+    fn streams_are_seeded_and_levels_tagged() {
+        let a = tasks(3, 4, Operands::Full, 5, "train");
+        assert_eq!(a, tasks(3, 4, Operands::Full, 5, "train"));
+        assert_ne!(a, tasks(4, 4, Operands::Full, 5, "train"));
+        assert!(a.iter().all(|t| task_level(t) == Some(4)));
+        for t in &a {
+            let (x, y) = t.question().trim_end_matches('=').split_once('+').unwrap();
+            assert_eq!((x.len(), y.len()), (4, 4), "{}", t.question());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn scratchpad_adds_up(level in 1u32..=9, seed in any::<u64>(), full in any::<bool>()) {
+            let ops = if full { Operands::Full } else { Operands::Mixed };
+            let p = Problem::draw(level, ops, &mut StdRng::seed_from_u64(seed));
+            prop_assert_eq!(p.a.to_string().len() as u32, level);
+            // Reading the last digit of each step's sum, then a final carry, gives a+b.
+            let steps = p.steps();
+            let mut digits = String::new();
+            let mut carry = 0;
+            for s in &steps {
+                let sum: u64 = s.rsplit('=').next().unwrap().parse().unwrap();
+                digits.push(char::from(b'0' + (sum % 10) as u8));
+                carry = sum / 10;
+            }
+            if carry > 0 {
+                digits.push('1');
+            }
+            prop_assert_eq!(&digits, &p.answer());
+            let back: String = digits.chars().rev().collect();
+            prop_assert_eq!(back.parse::<u64>().unwrap(), p.a + p.b);
+        }
+    }
+}

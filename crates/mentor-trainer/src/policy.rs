@@ -1,0 +1,71 @@
+//! Building the policy a config asks for, and the conversions between the framework's
+//! messages and the policy's chat messages.
+
+use std::path::PathBuf;
+
+use candle_core::{DType, Device};
+use mentor_core::assets::AssetDir;
+use mentor_policy::config::Config;
+use mentor_policy::{HubOptions, LoadOptions, ModelSource, Policy};
+
+use crate::config::ModelSection;
+use crate::curriculum::ALPHABET;
+use crate::error::{Error, Result};
+
+/// The policy `model` describes. `tiny` models are initialised from `seed`.
+pub fn build(model: &ModelSection, seed: u64) -> Result<Policy> {
+    if model.source == "tiny" {
+        let mut cfg = Config::tiny(0, model.hidden, model.layers, model.heads, model.heads);
+        cfg.intermediate_size = model.intermediate;
+        return Ok(Policy::char_level(ALPHABET, cfg, seed, DType::F32, &Device::Cpu)?);
+    }
+    let source = if model.source == "smollm2" {
+        let assets = AssetDir::resolve(|k| std::env::var(k).ok())
+            .ok_or_else(|| Error::Missing("no asset directory: set MENTOR_HOME or HOME".into()))?;
+        let path = assets.smollm2_gguf();
+        if !path.exists() {
+            return Err(Error::Missing(format!(
+                "{} is missing\nhint: run `cargo xtask setup` to install the SmolLM2 GGUF",
+                path.display()
+            )));
+        }
+        ModelSource::Gguf(path)
+    } else {
+        ModelSource::parse(&model.source)
+    };
+    let opts = LoadOptions { hub: HubOptions::from_env(|k| std::env::var(k).ok()), ..LoadOptions::default() };
+    Ok(Policy::load(&source, &opts)?)
+}
+
+/// Loads a policy saved by [`Policy::save`].
+pub fn load_dir(dir: PathBuf) -> Result<Policy> {
+    Ok(Policy::load(&ModelSource::Dir(dir), &LoadOptions::default())?)
+}
+
+/// The framework's messages as the policy's chat messages.
+pub fn messages(prompt: &[mentor_core::Message]) -> Vec<mentor_policy::Message> {
+    prompt
+        .iter()
+        .map(|m| mentor_policy::Message {
+            role: match m.role {
+                mentor_core::Role::System => "system",
+                mentor_core::Role::User => "user",
+                mentor_core::Role::Assistant => "assistant",
+            }
+            .to_string(),
+            content: m.content.clone(),
+        })
+        .collect()
+}
+
+/// A deterministic 64-bit mix of seeds (splitmix64 over the parts), for per-step streams.
+pub fn mix(parts: &[u64]) -> u64 {
+    let mut h = 0x243F_6A88_85A3_08D3u64;
+    for &p in parts {
+        let mut z = h ^ p.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        h = z ^ (z >> 31);
+    }
+    h
+}

@@ -1,0 +1,218 @@
+//! Supervised pretraining of the tiny model on the curriculum, and the probe that shows what
+//! it learned: plain problems at the easy levels, and *hinted* problems (a hint marker plus
+//! the first reference lines given as the start of the answer) up to the hard level.
+//!
+//! This is what gives RL something to unlock: after pretraining, the model solves hard
+//! problems only when part of the worked solution is in its context, and not at all on its
+//! own (the probe prints both). Vanilla GRPO then sees all-zero groups at the hard level;
+//! a mentor that supplies the lines up to the first wrong one turns them into successes.
+
+use mentor_core::{Hint, HintLevel, HintSource, Verifier};
+use mentor_grpo::{GrpoConfig, LrSchedulerType, Optimizer};
+use mentor_integration::hinted_prompt;
+use mentor_policy::{GenerateConfig, LogProbOptions, Policy, Sampler};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{CurriculumSection, PretrainSection};
+use crate::curriculum::Problem;
+use crate::error::Result;
+use crate::policy::{messages, mix};
+
+/// One supervised example: prompt ids (including any given answer start) and target ids.
+struct Example {
+    prompt: Vec<u32>,
+    target: Vec<u32>,
+}
+
+/// Hint texts used for hinted examples (the mentor's level-3 text and the static library),
+/// so that any of them marks a hinted context.
+pub fn hint_texts(prompts: &mentor_agents::Prompts) -> Vec<String> {
+    let mut texts: Vec<String> = prompts.static_hints("math").to_vec();
+    if let Some(t) = prompts.render_hint("math", 3) {
+        texts.push(t);
+    }
+    texts.sort();
+    texts.dedup();
+    texts
+}
+
+fn example(
+    policy: &Policy,
+    cfg: &PretrainSection,
+    curriculum: &CurriculumSection,
+    texts: &[String],
+    rng: &mut StdRng,
+) -> Result<Example> {
+    let tok = policy.tokenizer();
+    let eos = tok.stop_ids().first().copied().unwrap_or(0);
+    let hinted = !texts.is_empty() && rng.random_bool(cfg.hinted_fraction);
+    let levels = if hinted { &cfg.hinted_levels } else { &cfg.unhinted_levels };
+    let level = levels[rng.random_range(0..levels.len())];
+    let p = Problem::draw(level, curriculum.operands_at(level), rng);
+    let task = p.task("pretrain", level);
+    let (prompt_msgs, given, rest) = if hinted {
+        let steps = p.steps();
+        let k = rng.random_range(1..=steps.len());
+        let given = steps[..k].join("\n");
+        let rest = p.solution()[given.len()..].to_string();
+        let text = texts[rng.random_range(0..texts.len())].clone();
+        let hint = Hint {
+            level: HintLevel::PARTIAL_SOLUTION,
+            text,
+            solution_prefix: Some(given.clone()),
+            source: HintSource::Mentor,
+        };
+        (hinted_prompt(&task, &hint), given, rest)
+    } else {
+        (task.prompt.clone(), String::new(), p.solution())
+    };
+    let mut prompt = policy.encode_chat(&messages(&prompt_msgs))?;
+    prompt.extend(tok.encode(&given)?);
+    let mut target = tok.encode(&rest)?;
+    target.push(eos);
+    Ok(Example { prompt, target })
+}
+
+/// Summed negative log-likelihood of the examples' targets, and the number of target tokens.
+/// Each example is laid out as one sequence (prompt then target) after its first token, so
+/// the batch is padded to its longest *sequence*, not to the longest prompt plus the longest
+/// target; prompt positions are masked out of the loss.
+fn batch_loss(policy: &Policy, batch: Vec<Example>) -> Result<(candle_core::Tensor, f64)> {
+    let mut firsts = Vec::with_capacity(batch.len());
+    let mut rests = Vec::with_capacity(batch.len());
+    let mut masks = Vec::with_capacity(batch.len());
+    for e in batch {
+        let mut seq = e.prompt;
+        let given = seq.len() - 1;
+        seq.extend_from_slice(&e.target);
+        firsts.push(vec![seq[0]]);
+        rests.push(seq[1..].to_vec());
+        masks.push((0..seq.len() - 1).map(|i| if i >= given { 1f32 } else { 0.0 }).collect::<Vec<f32>>());
+    }
+    let width = rests.iter().map(Vec::len).max().unwrap_or(1).max(1);
+    let tokens: f64 = masks.iter().map(|m| m.iter().sum::<f32>() as f64).sum::<f64>().max(1.0);
+    let flat: Vec<f32> = masks
+        .into_iter()
+        .flat_map(|mut m| {
+            m.resize(width, 0.0);
+            m
+        })
+        .collect();
+    let out = policy.logprobs(&firsts, &rests, &LogProbOptions::default())?;
+    let mask = candle_core::Tensor::from_vec(flat, (firsts.len(), width), out.logprobs.device())?;
+    Ok(((out.logprobs * mask)?.sum_all()?.neg()?, tokens))
+}
+
+/// Progress callback: `(step, steps, loss)`.
+pub type OnStep<'a> = &'a mut dyn FnMut(usize, usize, f64);
+
+/// Trains `policy` on `cfg.steps` batches drawn from `seed`. Returns the mean loss of the
+/// last 20 steps.
+pub fn pretrain(
+    policy: &Policy,
+    cfg: &PretrainSection,
+    curriculum: &CurriculumSection,
+    prompts: &mentor_agents::Prompts,
+    seed: u64,
+    on_step: OnStep<'_>,
+) -> Result<f64> {
+    let texts = hint_texts(prompts);
+    let vars: Vec<_> = policy.vars().into_iter().map(|(_, v)| v).collect();
+    let opt_cfg = GrpoConfig {
+        learning_rate: cfg.learning_rate,
+        lr_scheduler_type: LrSchedulerType::Cosine,
+        warmup_steps: cfg.warmup,
+        max_grad_norm: 1.0,
+        ..GrpoConfig::default()
+    };
+    let mut opt = Optimizer::new(vars, &opt_cfg, cfg.steps)?;
+    let mut recent = std::collections::VecDeque::new();
+    for step in 0..cfg.steps {
+        let mut rng = StdRng::seed_from_u64(mix(&[seed, 0x9e7, step as u64]));
+        let batch: Vec<Example> = (0..cfg.batch)
+            .map(|_| example(policy, cfg, curriculum, &texts, &mut rng))
+            .collect::<Result<_>>()?;
+        let (loss, tokens) = batch_loss(policy, batch)?;
+        let loss = (loss / tokens)?;
+        let mut grads = loss.backward()?;
+        opt.step(&mut grads)?;
+        let l = f64::from(loss.to_scalar::<f32>()?);
+        recent.push_back(l);
+        if recent.len() > 20 {
+            recent.pop_front();
+        }
+        on_step(step + 1, cfg.steps, l);
+    }
+    Ok(recent.iter().sum::<f64>() / recent.len().max(1) as f64)
+}
+
+/// One row of the pretraining probe.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProbeRow {
+    /// Level.
+    pub level: u32,
+    /// Reference lines given after a hint marker (0: a plain problem).
+    pub given: usize,
+    /// Greedy accuracy.
+    pub accuracy: f64,
+}
+
+/// Greedy accuracy at each level, plain and with the first `given` lines hinted.
+#[allow(clippy::too_many_arguments)]
+pub fn probe(
+    policy: &Policy,
+    curriculum: &CurriculumSection,
+    prompts: &mentor_agents::Prompts,
+    levels: &[u32],
+    given: &[usize],
+    problems: usize,
+    seed: u64,
+    max_new_tokens: usize,
+) -> Result<Vec<ProbeRow>> {
+    let verifier = mentor_verify_math::MathVerifier::default();
+    let text = prompts.render_hint("math", 3).unwrap_or_else(|| "continue".into());
+    let cfg = GenerateConfig { sampler: Sampler::greedy(), max_new_tokens, ..GenerateConfig::default() };
+    let mut rows = Vec::new();
+    for &level in levels {
+        let mut rng = StdRng::seed_from_u64(mix(&[seed, 0x9b0be, u64::from(level)]));
+        let ps: Vec<Problem> =
+            (0..problems).map(|_| Problem::draw(level, curriculum.operands_at(level), &mut rng)).collect();
+        for &k in given {
+            let mut ids = Vec::with_capacity(ps.len());
+            let mut starts = Vec::with_capacity(ps.len());
+            for p in &ps {
+                let task = p.task("probe", level);
+                let steps = p.steps();
+                let k = k.min(steps.len());
+                let start = steps[..k].join("\n");
+                let msgs = if k == 0 {
+                    task.prompt.clone()
+                } else {
+                    let hint = Hint {
+                        level: HintLevel::PARTIAL_SOLUTION,
+                        text: text.clone(),
+                        solution_prefix: Some(start.clone()),
+                        source: HintSource::Mentor,
+                    };
+                    hinted_prompt(&task, &hint)
+                };
+                let mut x = policy.encode_chat(&messages(&msgs))?;
+                x.extend(policy.tokenizer().encode(&start)?);
+                ids.push(x);
+                starts.push((task, start));
+            }
+            let gens = policy.generate(&ids, &cfg)?;
+            let ok = gens
+                .iter()
+                .zip(&starts)
+                .filter(|(g, (task, start))| {
+                    verifier.verify(task, &format!("{start}{}", g.text)).map(|v| v.passed()).unwrap_or(false)
+                })
+                .count();
+            rows.push(ProbeRow { level, given: k, accuracy: ok as f64 / ps.len().max(1) as f64 });
+        }
+    }
+    Ok(rows)
+}

@@ -1,0 +1,583 @@
+//! The training loop: sample the step's groups → verify → the arm's strategy (vanilla, DAPO,
+//! hints) → GRPO update → metrics; evaluation without hints every `eval.every` steps;
+//! checkpoints every `run.checkpoint_every` steps and on Ctrl-C; `resume` continues from the
+//! newest checkpoint and reproduces exactly what an uninterrupted run would have done.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use mentor_agents::{AgentMentor, Guard, GuardConfig, Prompts, Refinement, StaticHints};
+use mentor_core::{AnswerEquivalence, Task, Verifier};
+use mentor_grpo::Updater;
+use mentor_integration::{Plugin, StepMetrics, Strategy, TaskSource};
+use mentor_policy::Policy;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint;
+use crate::config::{Arm, Backend, DataKind, TrainConfig};
+use crate::curriculum;
+use crate::error::{Error, Result};
+use crate::eval::{evaluate, EvalRow};
+use crate::jsonl::{truncate_to_step, write_json, JsonlWriter};
+use crate::policy::mix;
+use crate::rollout::{score, PolicyRollout};
+use crate::update::grpo_step;
+
+/// The curriculum's hint templates and static hints (in the tiny model's alphabet).
+pub const CURRICULUM_HINTS: &str = include_str!("../curriculum/hints.toml");
+/// The curriculum's static hint library.
+pub const CURRICULUM_STATIC_HINTS: &str = include_str!("../curriculum/static_hints.toml");
+
+/// How to run.
+#[derive(Debug, Clone, Default)]
+pub struct TrainOptions {
+    /// Continue from the newest checkpoint in the output directory.
+    pub resume: bool,
+    /// Set (by a Ctrl-C handler) to stop after the current step with a checkpoint.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// One line of `metrics.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// 0-based step.
+    pub step: usize,
+    /// Curriculum level (0 for dataset tasks).
+    pub level: u32,
+    /// Mean reward of the unhinted samples.
+    pub reward: f64,
+    /// Zero-reward fraction: share of groups whose unhinted samples all failed.
+    pub zrf: f64,
+    /// Groups.
+    pub groups: usize,
+    /// Collapsed groups.
+    pub collapsed: usize,
+    /// Groups intervened on.
+    pub intervened: usize,
+    /// Intervened groups with at least one hinted success.
+    pub rescued: usize,
+    /// Extra completions (hinted attempts, DAPO refills).
+    pub extra_rollouts: usize,
+    /// Hints the guard rejected.
+    pub guard_rejections: usize,
+    /// Hint levels used.
+    pub levels_used: std::collections::BTreeMap<String, usize>,
+    /// DAPO: groups dropped / refilled.
+    pub dapo_dropped: usize,
+    /// DAPO refills.
+    pub dapo_refilled: usize,
+    /// Rows in the update.
+    pub rows: usize,
+    /// GRPO loss (None: no rows to train on).
+    pub loss: Option<f64>,
+    /// Gradient norm before clipping.
+    pub grad_norm: Option<f64>,
+    /// Wall-clock seconds of the step.
+    pub seconds: f64,
+    /// Of which sampling, mentor and verifying inside the strategy.
+    pub rollout_seconds: f64,
+    /// Mentor seconds.
+    pub mentor_seconds: f64,
+}
+
+/// What `run.json` says about a run (read by the report).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// Run name.
+    pub name: String,
+    /// Arm.
+    pub arm: String,
+    /// Seed.
+    pub seed: u64,
+    /// Data kind.
+    pub preset: String,
+    /// Step at which the curriculum jumps to its last level (None: no jump).
+    pub jump_step: Option<usize>,
+    /// The last (hardest) curriculum level.
+    pub hard_level: Option<u32>,
+}
+
+/// The end of a run (`summary.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Run name.
+    pub name: String,
+    /// Arm.
+    pub arm: String,
+    /// Seed.
+    pub seed: u64,
+    /// Steps completed.
+    pub steps: usize,
+    /// Whether the run stopped early (Ctrl-C).
+    pub interrupted: bool,
+    /// Final evaluation rows.
+    pub final_eval: Vec<EvalRow>,
+    /// Interventions over the run.
+    pub interventions: usize,
+    /// Rescues over the run.
+    pub rescued: usize,
+    /// Mean ZRF over the run.
+    pub mean_zrf: f64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// The run directory.
+    pub dir: PathBuf,
+}
+
+struct MathEq;
+impl AnswerEquivalence for MathEq {
+    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
+        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
+    }
+}
+
+/// The hint templates a config names.
+pub fn prompts(cfg: &TrainConfig) -> Result<Prompts> {
+    Ok(match cfg.mentor.prompts.as_str() {
+        "default" => Prompts::default(),
+        "curriculum" => Prompts::with_hints(CURRICULUM_HINTS, CURRICULUM_STATIC_HINTS)?,
+        dir => Prompts::load_dir(Path::new(dir))?,
+    })
+}
+
+fn strategy(cfg: &TrainConfig) -> Result<Strategy> {
+    let guard = || {
+        Guard::new(
+            GuardConfig { max_chars: cfg.mentor.max_hint_chars, ..GuardConfig::default() },
+            Arc::new(MathEq),
+        )
+    };
+    let intervene = |mentor: Box<dyn mentor_core::Mentor>| Strategy::Intervene {
+        mentor,
+        config: cfg.strategy.intervention.clone(),
+    };
+    Ok(match cfg.strategy.arm {
+        Arm::Vanilla => Strategy::Vanilla,
+        Arm::Dapo => Strategy::Dapo { max_refill_groups: cfg.strategy.dapo_max_refill },
+        Arm::StaticHints => intervene(Box::new(StaticHints::with_prompts(prompts(cfg)?, cfg.run.seed))),
+        Arm::Refinement => intervene(Box::new(Refinement::new(guard(), 200))),
+        Arm::Mentor => match cfg.mentor.backend {
+            Backend::Rules => intervene(Box::new(AgentMentor::rules_with(prompts(cfg)?, guard()))),
+            Backend::Llm => {
+                let llm = mentor_agents::llm::LlmConfig {
+                    base_url: cfg.mentor.base_url.clone(),
+                    model: cfg.mentor.model.clone(),
+                    api_key: cfg.mentor.api_key_env.as_ref().and_then(|v| std::env::var(v).ok()),
+                    timeout: std::time::Duration::from_secs_f64(cfg.mentor.timeout_secs),
+                    ..mentor_agents::llm::LlmConfig::default()
+                };
+                let (mentor, _fallbacks) = mentor_agents::llm::mentor(llm, prompts(cfg)?, guard());
+                intervene(Box::new(mentor))
+            }
+        },
+    })
+}
+
+/// Where training tasks come from.
+pub enum Tasks {
+    /// The curriculum (generated per step).
+    Curriculum,
+    /// A dataset: training tasks (in a seeded order) and held-out evaluation tasks.
+    Dataset {
+        /// Training tasks.
+        train: Vec<Task>,
+        /// Evaluation tasks.
+        eval: Vec<Task>,
+    },
+}
+
+/// Loads the dataset a config names (nothing for the curriculum).
+pub fn load_tasks(cfg: &TrainConfig) -> Result<Tasks> {
+    use mentor_core::datasets::Dataset;
+    let dataset = match cfg.data.kind {
+        DataKind::Curriculum => return Ok(Tasks::Curriculum),
+        DataKind::Gsm8k => Dataset::Gsm8k,
+        DataKind::Math500 => Dataset::Math500,
+        DataKind::Mbpp => Dataset::Mbpp,
+        DataKind::Humaneval => Dataset::HumanEval,
+    };
+    let dir = data_dir(cfg)?;
+    let mut all = dataset.load_from_dir(&dir)?;
+    if let Some(system) = &cfg.data.system_prompt {
+        for t in &mut all {
+            t.prompt.insert(0, mentor_core::Message::system(system.clone()));
+        }
+    }
+    let n_eval = cfg.data.eval_tasks.min(all.len());
+    let eval = all.split_off(all.len() - n_eval);
+    let mut train = all;
+    train.shuffle(&mut StdRng::seed_from_u64(mix(&[cfg.run.seed, 0xda7a])));
+    if cfg.data.limit > 0 {
+        train.truncate(cfg.data.limit);
+    }
+    if train.is_empty() && cfg.total_steps() > 0 && cfg.run.steps > 0 && n_eval < cfg.total_steps() {
+        return Err(Error::Config {
+            file: "[data]".into(),
+            message: format!("no training tasks left after holding out {n_eval} for evaluation"),
+        });
+    }
+    Ok(Tasks::Dataset { train, eval })
+}
+
+/// The dataset directory: `data.dir`, `$MENTOR_DATASETS`, `$MENTOR_HOME/datasets`, or a
+/// `shared/datasets` beside the current directory's ancestors.
+pub fn data_dir(cfg: &TrainConfig) -> Result<PathBuf> {
+    if let Some(d) = &cfg.data.dir {
+        return Ok(d.clone());
+    }
+    if let Ok(d) = std::env::var("MENTOR_DATASETS") {
+        return Ok(PathBuf::from(d));
+    }
+    if let Some(a) = mentor_core::assets::AssetDir::resolve(|k| std::env::var(k).ok()) {
+        if a.datasets().is_dir() {
+            return Ok(a.datasets());
+        }
+    }
+    let mut here = std::env::current_dir().ok();
+    while let Some(d) = here {
+        for c in [d.join("shared/datasets"), d.join("../shared/datasets")] {
+            if c.is_dir() {
+                return Ok(c);
+            }
+        }
+        here = d.parent().map(Path::to_path_buf);
+    }
+    Err(Error::Missing("no dataset directory\nhint: run `cargo xtask datasets` or set data.dir".into()))
+}
+
+/// The tasks of step `step`: `prompts_per_step` problems (curriculum: at the scheduled level).
+fn step_tasks(cfg: &TrainConfig, tasks: &Tasks, step: usize) -> Vec<Task> {
+    let n = cfg.sampling.prompts_per_step;
+    match tasks {
+        Tasks::Curriculum => {
+            let level = curriculum::level_at(&cfg.curriculum.schedule, step);
+            let mut rng = StdRng::seed_from_u64(mix(&[cfg.run.seed, 0x7a1, step as u64]));
+            (0..n)
+                .map(|i| {
+                    curriculum::Problem::draw(level, cfg.curriculum.operands_at(level), &mut rng)
+                        .task(format!("s{step}-{i}"), level)
+                })
+                .collect()
+        }
+        Tasks::Dataset { train, .. } => {
+            (0..n).filter_map(|i| train.get((step * n + i) % train.len().max(1)).cloned()).collect()
+        }
+    }
+}
+
+/// More tasks for DAPO refills, deterministic per step.
+struct Refill<'a> {
+    cfg: &'a TrainConfig,
+    tasks: &'a Tasks,
+    step: usize,
+    drawn: usize,
+    rng: StdRng,
+}
+
+impl TaskSource for Refill<'_> {
+    fn next_task(&mut self) -> Option<Task> {
+        self.drawn += 1;
+        match self.tasks {
+            Tasks::Curriculum => {
+                let level = curriculum::level_at(&self.cfg.curriculum.schedule, self.step);
+                let p =
+                    curriculum::Problem::draw(level, self.cfg.curriculum.operands_at(level), &mut self.rng);
+                Some(p.task(format!("s{}-r{}", self.step, self.drawn), level))
+            }
+            Tasks::Dataset { train, .. } => {
+                let n = self.cfg.sampling.prompts_per_step;
+                let at = (self.step * n + n + self.drawn) % train.len().max(1);
+                train.get(at).cloned()
+            }
+        }
+    }
+}
+
+/// The evaluation sets: `(level, tasks)`.
+pub fn eval_sets(cfg: &TrainConfig, tasks: &Tasks) -> Vec<(u32, Vec<Task>)> {
+    match tasks {
+        Tasks::Curriculum => cfg
+            .eval_levels()
+            .into_iter()
+            .map(|l| {
+                let seed = mix(&[cfg.run.seed, 0xe7a1]);
+                (l, curriculum::tasks(seed, l, cfg.curriculum.operands_at(l), cfg.eval.problems, "eval"))
+            })
+            .collect(),
+        Tasks::Dataset { eval, .. } if !eval.is_empty() => vec![(0, eval.clone())],
+        Tasks::Dataset { .. } => vec![],
+    }
+}
+
+/// Runs every evaluation set once.
+pub fn run_eval(
+    cfg: &TrainConfig,
+    policy: &Policy,
+    verifier: &dyn Verifier,
+    sets: &[(u32, Vec<Task>)],
+    step: usize,
+) -> Result<Vec<EvalRow>> {
+    sets.iter()
+        .map(|(level, tasks)| {
+            evaluate(
+                policy,
+                verifier,
+                tasks,
+                step,
+                *level,
+                cfg.sampling.max_new_tokens,
+                cfg.eval.k,
+                cfg.eval.temperature,
+                mix(&[cfg.run.seed, 0xe7a1, step as u64]),
+            )
+        })
+        .collect()
+}
+
+fn record(
+    step: usize,
+    level: u32,
+    m: &StepMetrics,
+    g: Option<&mentor_grpo::StepMetrics>,
+    secs: f64,
+) -> StepRecord {
+    StepRecord {
+        step,
+        level,
+        reward: m.mean_reward,
+        zrf: m.zrf,
+        groups: m.groups,
+        collapsed: m.collapsed,
+        intervened: m.intervened,
+        rescued: m.rescued,
+        extra_rollouts: m.extra_rollouts,
+        guard_rejections: m.guard_rejections,
+        levels_used: m.levels_used.clone(),
+        dapo_dropped: m.dapo_dropped,
+        dapo_refilled: m.dapo_refilled,
+        rows: m.rows,
+        loss: g.map(|g| g.loss),
+        grad_norm: g.map(|g| g.grad_norm),
+        seconds: secs,
+        rollout_seconds: m.rollout_seconds,
+        mentor_seconds: m.mentor_seconds,
+    }
+}
+
+/// Progress reporting of [`train`]: called after each step and each evaluation.
+pub trait Progress {
+    /// A step finished.
+    fn step(&mut self, record: &StepRecord, total: usize);
+    /// An evaluation finished.
+    fn eval(&mut self, rows: &[EvalRow]);
+    /// Something to say (pretraining, checkpoints).
+    fn note(&mut self, message: &str);
+}
+
+/// Progress that says nothing.
+pub struct Silent;
+impl Progress for Silent {
+    fn step(&mut self, _: &StepRecord, _: usize) {}
+    fn eval(&mut self, _: &[EvalRow]) {}
+    fn note(&mut self, _: &str) {}
+}
+
+/// Trains as `cfg` says; `code` verifies code tasks (None: math only).
+pub fn train(
+    cfg: &TrainConfig,
+    opts: &TrainOptions,
+    code: Option<&dyn Verifier>,
+    progress: &mut dyn Progress,
+) -> Result<Summary> {
+    let started = Instant::now();
+    let out = cfg.output_dir().to_path_buf();
+    let total = cfg.total_steps();
+    std::fs::create_dir_all(&out).map_err(Error::io(&out))?;
+    let metrics_path = out.join("metrics.jsonl");
+    let eval_path = out.join("eval.jsonl");
+    let resumed = if opts.resume {
+        match checkpoint::latest(&out)? {
+            Some(dir) => Some(checkpoint::load(&dir)?),
+            None => {
+                return Err(Error::Checkpoint {
+                    path: out.join("checkpoints"),
+                    message: "no checkpoint to resume from".into(),
+                })
+            }
+        }
+    } else {
+        if metrics_path.exists() || out.join("checkpoints").exists() {
+            return Err(Error::Config {
+                file: "run.output_dir".into(),
+                message: format!(
+                    "{} already holds a run\nhint: pass --resume to continue it, or choose another run.output_dir",
+                    out.display()
+                ),
+            });
+        }
+        None
+    };
+    let config_text = toml::to_string_pretty(cfg)
+        .map_err(|e| Error::Config { file: "config".into(), message: e.to_string() })?;
+    crate::jsonl::write_atomic(&out.join("config.toml"), config_text.as_bytes())?;
+    let hard =
+        (cfg.data.kind == DataKind::Curriculum).then(|| cfg.curriculum.schedule.last().map(|p| p.level));
+    let jump = (cfg.data.kind == DataKind::Curriculum && cfg.curriculum.schedule.len() > 1)
+        .then(|| cfg.curriculum.schedule[..cfg.curriculum.schedule.len() - 1].iter().map(|p| p.steps).sum());
+    let info = RunInfo {
+        name: cfg.run.name.clone(),
+        arm: cfg.strategy.arm.name().into(),
+        seed: cfg.run.seed,
+        preset: format!("{:?}", cfg.data.kind).to_lowercase(),
+        jump_step: jump,
+        hard_level: hard.flatten(),
+    };
+    write_json(&out.join("run.json"), &info)?;
+
+    let tasks = load_tasks(cfg)?;
+    let verifier = crate::verify::DomainVerifier::new(code);
+    let (policy, start, opt_state, plugin_state) = match resumed {
+        Some(l) => {
+            progress.note(&format!("resuming from {} at step {}", l.dir.display(), l.state.step));
+            truncate_to_step(&metrics_path, l.state.step)?;
+            truncate_to_step(&eval_path, l.state.step)?;
+            (l.policy, l.state.step, Some(l.optimizer), Some(l.state.plugin))
+        }
+        None => {
+            let policy = crate::policy::build(&cfg.model, cfg.run.seed)?;
+            if cfg.pretrain.steps > 0 {
+                let p = prompts(cfg)?;
+                progress.note(&format!("pretraining {} steps", cfg.pretrain.steps));
+                let mut cb = |s: usize, n: usize, l: f64| {
+                    if s.is_multiple_of(50) || s == n {
+                        progress.note(&format!("pretrain step {s}/{n} loss {l:.3}"));
+                    }
+                };
+                crate::pretrain::pretrain(
+                    &policy,
+                    &cfg.pretrain,
+                    &cfg.curriculum,
+                    &p,
+                    cfg.run.seed,
+                    &mut cb,
+                )?;
+            }
+            (policy, 0, None, None)
+        }
+    };
+    let reference = if cfg.grpo.beta != 0.0 { Some(policy.frozen_copy()?) } else { None };
+    let vars = policy.vars().into_iter().map(|(_, v)| v).collect();
+    let mut updater = Updater::new(cfg.grpo_config(), vars, total)?;
+    if let Some(s) = opt_state {
+        updater.optimizer_mut().restore(s)?;
+    }
+    let mut plugin = Plugin::new(strategy(cfg)?, cfg.strategy.monitor.clone(), cfg.grpo.scale_rewards);
+    if let Some(s) = plugin_state {
+        plugin.restore(s);
+    }
+    let sets = eval_sets(cfg, &tasks);
+    let mut metrics = JsonlWriter::append(&metrics_path)?;
+    let mut evals = JsonlWriter::append(&eval_path)?;
+    let eval_due = |step: usize| cfg.eval.every > 0 && step.is_multiple_of(cfg.eval.every);
+    let mut interrupted = false;
+    let mut step = start;
+    while step < total {
+        if step == 0 || eval_due(step) {
+            let rows = run_eval(cfg, &policy, &verifier, &sets, step)?;
+            for r in &rows {
+                evals.write(r)?;
+            }
+            progress.eval(&rows);
+        }
+        let t0 = Instant::now();
+        let level = match tasks {
+            Tasks::Curriculum => curriculum::level_at(&cfg.curriculum.schedule, step),
+            Tasks::Dataset { .. } => 0,
+        };
+        let batch = step_tasks(cfg, &tasks, step);
+        let mut rollout = PolicyRollout::new(
+            &policy,
+            cfg.sampling.temperature,
+            cfg.sampling.max_new_tokens,
+            cfg.run.seed,
+            step as u64,
+        );
+        let samples = rollout.sample_tasks(&batch, cfg.sampling.group_size)?;
+        let groups = score(batch, samples, &verifier)?;
+        let mut refill = Refill {
+            cfg,
+            tasks: &tasks,
+            step,
+            drawn: 0,
+            rng: StdRng::seed_from_u64(mix(&[cfg.run.seed, 0x4ef1, step as u64])),
+        };
+        let out_step = plugin.process(groups, &mut rollout, &verifier, Some(&mut refill))?;
+        let g =
+            grpo_step(&policy, reference.as_ref(), &mut updater, &out_step.rows, cfg.sampling.temperature)?;
+        let rec = record(step, level, &out_step.metrics, g.as_ref(), t0.elapsed().as_secs_f64());
+        metrics.write(&rec)?;
+        progress.step(&rec, total);
+        step += 1;
+        let stop = opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst));
+        let every = cfg.run.checkpoint_every;
+        if stop || step == total || (every > 0 && step.is_multiple_of(every)) {
+            checkpoint::save(&out, step, &policy, &updater.optimizer().state()?, plugin.state())?;
+        }
+        if stop && step < total {
+            interrupted = true;
+            progress.note(&format!("stopped at step {step}; checkpoint saved"));
+            break;
+        }
+    }
+    let mut final_eval = Vec::new();
+    if !interrupted {
+        final_eval = run_eval(cfg, &policy, &verifier, &sets, total)?;
+        for r in &final_eval {
+            evals.write(r)?;
+        }
+        progress.eval(&final_eval);
+        policy.save(&out.join("final"))?;
+    }
+    let (interventions, rescued, zrf_sum, n) = read_totals(&metrics_path)?;
+    let summary = Summary {
+        name: cfg.run.name.clone(),
+        arm: cfg.strategy.arm.name().into(),
+        seed: cfg.run.seed,
+        steps: step,
+        interrupted,
+        final_eval,
+        interventions,
+        rescued,
+        mean_zrf: if n > 0 { zrf_sum / n as f64 } else { 0.0 },
+        seconds: started.elapsed().as_secs_f64(),
+        dir: out.clone(),
+    };
+    write_json(&out.join("summary.json"), &summary)?;
+    Ok(summary)
+}
+
+/// Totals over `metrics.jsonl`: interventions, rescues, ZRF sum, steps.
+fn read_totals(path: &Path) -> Result<(usize, usize, f64, usize)> {
+    let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
+    let mut t = (0, 0, 0.0, 0);
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: StepRecord = serde_json::from_str(line).map_err(|e| Error::Jsonl {
+            path: path.to_path_buf(),
+            line: i + 1,
+            message: e.to_string(),
+        })?;
+        t.0 += r.intervened;
+        t.1 += r.rescued;
+        t.2 += r.zrf;
+        t.3 += 1;
+    }
+    Ok(t)
+}

@@ -1,0 +1,88 @@
+//! One GRPO update from the rows the strategy plug-in assembled: token ids, masks and
+//! advantages into a [`RolloutBatch`], log-probs from the policy's differentiable path.
+
+use candle_core::{Device, Tensor};
+use mentor_grpo::{PolicyOutput, RolloutBatch, StepMetrics, Updater};
+use mentor_integration::TrainRow;
+use mentor_policy::{Kernels, LogProbOptions, Policy};
+
+use crate::error::Result;
+use crate::policy::messages;
+
+/// Runs one update of `updater` on `rows` (a no-op returning `None` when there are none).
+/// `reference` gives KL reference log-probs when the config's `beta` is not zero.
+pub fn grpo_step(
+    policy: &Policy,
+    reference: Option<&Policy>,
+    updater: &mut Updater,
+    rows: &[TrainRow],
+    temperature: f64,
+) -> Result<Option<StepMetrics>> {
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let prompts: Vec<Vec<u32>> = rows
+        .iter()
+        .map(|r| policy.encode_chat(&messages(&r.prompt)))
+        .collect::<std::result::Result<_, _>>()?;
+    let completions: Vec<Vec<u32>> = rows.iter().map(|r| r.completion_ids.clone()).collect();
+    let t = completions.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    let b = rows.len();
+    let dev = Device::Cpu;
+    let pad_rows = |vals: Vec<Vec<f32>>| -> Result<Tensor> {
+        let flat: Vec<f32> = vals
+            .into_iter()
+            .flat_map(|mut v| {
+                v.resize(t, 0.0);
+                v
+            })
+            .collect();
+        Ok(Tensor::from_vec(flat, (b, t), &dev)?)
+    };
+    let mask = pad_rows(completions.iter().map(|c| vec![1.0; c.len()]).collect())?;
+    let no_grad = LogProbOptions { temperature, entropy: false, kernels: Kernels::Fused };
+    let widen = |x: Tensor| -> Result<Tensor> {
+        let w = x.dim(1)?;
+        Ok(if w < t { x.pad_with_zeros(1, 0, t - w)? } else { x })
+    };
+    // Importance ratios only where a row carries behaviour log-probs (`stripped_is`); other
+    // rows use the current policy's (ratio 1 at the first iteration).
+    let old_logps = if rows.iter().any(|r| r.behaviour_logprobs.is_some()) {
+        let current = widen(policy.logprobs(&prompts, &completions, &no_grad)?.logprobs)?.to_vec2::<f32>()?;
+        let merged = rows
+            .iter()
+            .zip(current)
+            .map(|(r, cur)| match &r.behaviour_logprobs {
+                Some(b) => b.clone(),
+                None => cur,
+            })
+            .collect();
+        Some(pad_rows(merged)?)
+    } else {
+        None
+    };
+    let ref_logps = match reference {
+        Some(r) if updater.config().beta != 0.0 => {
+            Some(widen(r.logprobs(&prompts, &completions, &no_grad)?.logprobs)?)
+        }
+        _ => None,
+    };
+    let batch = RolloutBatch {
+        rewards: rows.iter().map(|r| r.reward).collect(),
+        group_ids: rows.iter().map(|r| r.group).collect(),
+        mask,
+        truncated: rows.iter().map(|r| r.truncated).collect(),
+        old_logps,
+        ref_logps,
+        advantages: Some(rows.iter().map(|r| r.advantage).collect()),
+    };
+    let opts = LogProbOptions { temperature, entropy: false, kernels: Kernels::Differentiable };
+    let metrics =
+        updater.update(&batch, |idx: &[usize]| -> std::result::Result<PolicyOutput, crate::Error> {
+            let p: Vec<Vec<u32>> = idx.iter().map(|&i| prompts[i].clone()).collect();
+            let c: Vec<Vec<u32>> = idx.iter().map(|&i| completions[i].clone()).collect();
+            let out = policy.logprobs(&p, &c, &opts)?;
+            Ok(PolicyOutput { logps: widen(out.logprobs)?, entropies: None })
+        })?;
+    Ok(Some(metrics))
+}

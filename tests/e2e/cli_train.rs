@@ -1,0 +1,283 @@
+//! `mentor train`, `mentor report` and `mentor demo` on demo-sized runs: every arm, resume
+//! equality (after a simulated crash and after a real Ctrl-C), corrupt and partial
+//! checkpoints, configuration errors.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::mentor;
+
+/// A few seconds of training: a barely pretrained tiny model, a two-step warm-up at level 2
+/// and two steps at level 3, small evaluation sets.
+fn tiny_sets(dir: &Path) -> Vec<String> {
+    vec![
+        format!("run.output_dir={}", dir.display()),
+        "run.checkpoint_every=2".into(),
+        "run.progress=false".into(),
+        "pretrain.steps=8".into(),
+        "pretrain.batch=16".into(),
+        "curriculum.schedule=[{level = 2, steps = 2}, {level = 3, steps = 2}]".into(),
+        "curriculum.full_operand_levels=[]".into(),
+        "sampling.prompts_per_step=2".into(),
+        "sampling.group_size=3".into(),
+        "sampling.max_new_tokens=24".into(),
+        "strategy.intervention.hinted_samples=3".into(),
+        "eval.problems=6".into(),
+        "eval.every=2".into(),
+        "eval.levels=[3]".into(),
+        "eval.k=2".into(),
+    ]
+}
+
+fn train(sets: &[String], extra: &[&str]) -> Output {
+    let mut cmd = mentor();
+    cmd.args(["--threads", "1", "train", "--config", "demo"]);
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    cmd.args(extra).output().expect("run mentor train")
+}
+
+fn ok(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "mentor failed: {err}");
+    err
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The records without wall-clock fields, which differ between runs.
+fn timeless(mut v: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    for r in &mut v {
+        if let Some(o) = r.as_object_mut() {
+            o.retain(|k, _| !k.ends_with("seconds"));
+        }
+    }
+    v
+}
+
+fn weights(dir: &Path) -> Vec<u8> {
+    std::fs::read(dir.join("final/model.safetensors")).unwrap()
+}
+
+#[test]
+fn every_arm_trains_and_reports() {
+    let root = tempfile::tempdir().unwrap();
+    let mut dirs = Vec::new();
+    for arm in ["vanilla", "dapo", "static_hints", "refinement", "mentor"] {
+        let dir = root.path().join(arm);
+        let mut sets = tiny_sets(&dir);
+        sets.push(format!("strategy.arm={arm}"));
+        sets.push(format!("run.name={arm}"));
+        let out = train(&sets, &["--json"]);
+        let err = ok(&out);
+        assert!(err.contains("4 steps"), "{arm}: {err}");
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(summary["steps"], 4, "{arm}");
+        assert_eq!(summary["arm"], arm);
+        let metrics = lines(&dir.join("metrics.jsonl"));
+        assert_eq!(metrics.len(), 4, "{arm}");
+        assert_eq!(
+            metrics.iter().map(|m| m["level"].as_u64().unwrap()).collect::<Vec<_>>(),
+            vec![2, 2, 3, 3]
+        );
+        let evals = lines(&dir.join("eval.jsonl"));
+        // Evaluations before steps 0 and 2 and after the last: level 3 each, pass@1 and pass@2.
+        assert_eq!(evals.iter().map(|e| e["step"].as_u64().unwrap()).collect::<Vec<_>>(), vec![0, 2, 4]);
+        assert!(evals.iter().all(|e| e["n"] == 6 && e["k"] == 2 && e["passk"].is_f64()));
+        // Hint-giving arms intervened on the collapsed groups of an untrained model.
+        let intervened: u64 = metrics.iter().map(|m| m["intervened"].as_u64().unwrap()).sum();
+        let collapsed: u64 = metrics.iter().map(|m| m["collapsed"].as_u64().unwrap()).sum();
+        assert!(collapsed > 0, "{arm}: a barely trained model should fail whole groups");
+        match arm {
+            "vanilla" | "dapo" => assert_eq!(intervened, 0, "{arm}"),
+            _ => assert!(intervened > 0, "{arm}"),
+        }
+        assert!(dir.join("final/model.safetensors").is_file());
+        assert!(dir.join("checkpoints/latest").is_file());
+        dirs.push(dir);
+    }
+    let report = root.path().join("report");
+    let mut cmd = mentor();
+    cmd.arg("report").args(&dirs).arg("--out").arg(&report);
+    ok(&cmd.output().unwrap());
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    for arm in ["vanilla", "dapo", "static_hints", "refinement", "mentor"] {
+        assert!(md.contains(&format!("| {arm} |")), "{arm} missing from the report");
+    }
+    for svg in ["reward.svg", "zrf.svg", "interventions.svg", "eval_level_3.svg"] {
+        let text = std::fs::read_to_string(report.join(svg)).unwrap();
+        assert!(text.starts_with("<svg") || text.contains("<svg"), "{svg}");
+    }
+}
+
+/// Runs the tiny mentor config to the end in `dir`.
+fn full_run(dir: &Path) {
+    let mut sets = tiny_sets(dir);
+    sets.push("strategy.arm=mentor".into());
+    ok(&train(&sets, &[]));
+}
+
+#[test]
+fn resume_after_a_crash_reproduces_the_uninterrupted_run() {
+    let root = tempfile::tempdir().unwrap();
+    let straight = root.path().join("straight");
+    full_run(&straight);
+    // A run that "crashed" after step 3: the newest checkpoint is the one at step 2, and the
+    // metrics already hold lines past it.
+    let crashed = root.path().join("crashed");
+    full_run(&crashed);
+    let ck = crashed.join("checkpoints");
+    std::fs::remove_dir_all(ck.join("step-000004")).unwrap();
+    std::fs::write(ck.join("latest"), "step-000002").unwrap();
+    std::fs::remove_dir_all(crashed.join("final")).unwrap();
+    let mut sets = tiny_sets(&crashed);
+    sets.push("strategy.arm=mentor".into());
+    let err = ok(&train(&sets, &["--resume"]));
+    assert!(err.contains("resuming") && err.contains("step 2"), "{err}");
+    assert_eq!(
+        timeless(lines(&crashed.join("metrics.jsonl"))),
+        timeless(lines(&straight.join("metrics.jsonl")))
+    );
+    assert_eq!(lines(&crashed.join("eval.jsonl")), lines(&straight.join("eval.jsonl")));
+    assert!(weights(&crashed) == weights(&straight), "final weights differ after resuming");
+}
+
+#[test]
+fn ctrl_c_checkpoints_and_resume_finishes_identically() {
+    let root = tempfile::tempdir().unwrap();
+    let straight = root.path().join("straight");
+    let mut sets = tiny_sets(&straight);
+    sets.extend([
+        "strategy.arm=mentor".into(),
+        "curriculum.schedule=[{level = 2, steps = 2}, {level = 3, steps = 10}]".into(),
+    ]);
+    ok(&train(&sets, &[]));
+
+    let stopped = root.path().join("stopped");
+    let mut sets = tiny_sets(&stopped);
+    sets.extend([
+        "strategy.arm=mentor".into(),
+        "curriculum.schedule=[{level = 2, steps = 2}, {level = 3, steps = 10}]".into(),
+        "run.checkpoint_every=0".into(),
+    ]);
+    let mut cmd = mentor();
+    cmd.args(["--threads", "1", "train", "--config", "demo"]);
+    for s in &sets {
+        cmd.arg("--set").arg(s);
+    }
+    let mut child = cmd.stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // Interrupt once the first step is written.
+    let metrics = stopped.join("metrics.jsonl");
+    while std::fs::read_to_string(&metrics).map(|t| t.lines().count()).unwrap_or(0) < 1 {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("--resume"), "{err}");
+    let done = lines(&metrics).len();
+    assert!((1..12).contains(&done), "stopped after {done} steps");
+    assert!(!stopped.join("final").exists());
+    ok(&train(&sets, &["--resume"]));
+    assert_eq!(timeless(lines(&metrics)), timeless(lines(&straight.join("metrics.jsonl"))));
+    assert!(weights(&stopped) == weights(&straight));
+}
+
+fn checkpoint_dir(run: &Path) -> PathBuf {
+    let name = std::fs::read_to_string(run.join("checkpoints/latest")).unwrap();
+    run.join("checkpoints").join(name.trim())
+}
+
+#[test]
+fn corrupt_or_partial_checkpoints_are_named_not_resumed() {
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("run");
+    full_run(&run);
+    let mut sets = tiny_sets(&run);
+    sets.push("strategy.arm=mentor".into());
+    let ck = checkpoint_dir(&run);
+
+    // A flipped byte in the optimizer state.
+    let opt = ck.join("optimizer.safetensors");
+    let mut bytes = std::fs::read(&opt).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    std::fs::write(&opt, &bytes).unwrap();
+    let out = train(&sets, &["--resume"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("optimizer.safetensors is corrupt"), "{err}");
+    bytes[last] ^= 0x55;
+    std::fs::write(&opt, &bytes).unwrap();
+
+    // A truncated weight file.
+    let w = ck.join("policy/model.safetensors");
+    let full = std::fs::read(&w).unwrap();
+    std::fs::write(&w, &full[..full.len() / 2]).unwrap();
+    let err = String::from_utf8_lossy(&train(&sets, &["--resume"]).stderr).to_string();
+    assert!(err.contains("policy/model.safetensors is corrupt"), "{err}");
+    std::fs::write(&w, &full).unwrap();
+
+    // No state.json: a checkpoint cut off mid-write.
+    std::fs::remove_file(ck.join("state.json")).unwrap();
+    let err = String::from_utf8_lossy(&train(&sets, &["--resume"]).stderr).to_string();
+    assert!(err.contains("partial"), "{err}");
+
+    // A fresh run refuses to overwrite the existing one.
+    let err = String::from_utf8_lossy(&train(&sets, &[]).stderr).to_string();
+    assert!(err.contains("already holds a run") && err.contains("--resume"), "{err}");
+}
+
+#[test]
+fn config_errors_name_the_field_and_the_allowed_values() {
+    let out = train(&["strategy.arm=mentr".into()], &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mentr") && err.contains("static_hints"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[sampling]\ngroup_size = 8\ntemprature = 1.0\n").unwrap();
+    let out = mentor().args(["train", "--config"]).arg(&bad).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml") && err.contains("temprature") && err.contains("line 3"), "{err}");
+}
+
+#[test]
+fn demo_runs_paired_arms_from_one_pretraining() {
+    let root = tempfile::tempdir().unwrap();
+    let out_dir = root.path().join("demo");
+    let mut cmd = mentor();
+    cmd.args(["demo", "--seeds", "0,1", "--arms", "vanilla,mentor", "--jobs", "2", "--json", "--out"])
+        .arg(&out_dir);
+    for s in tiny_sets(&out_dir) {
+        if !s.starts_with("run.output_dir") {
+            cmd.arg("--set").arg(s);
+        }
+    }
+    let out = cmd.output().unwrap();
+    ok(&out);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["arms"].as_array().unwrap().len(), 2);
+    assert!(out_dir.join("report/report.md").is_file());
+    assert!(out_dir.join("pretrained/meta.json").is_file());
+    for seed in [0, 1] {
+        // The arms of a seed start from the same warm-up: identical first two steps.
+        let v = timeless(lines(&out_dir.join(format!("vanilla-s{seed}/metrics.jsonl"))));
+        let m = timeless(lines(&out_dir.join(format!("mentor-s{seed}/metrics.jsonl"))));
+        assert_eq!(v.len(), 4);
+        assert_eq!(v[..2], m[..2], "seed {seed}: the warm-up differs between arms");
+        let ev = lines(&out_dir.join(format!("vanilla-s{seed}/eval.jsonl")));
+        let em = lines(&out_dir.join(format!("mentor-s{seed}/eval.jsonl")));
+        assert_eq!(ev[..2], em[..2], "seed {seed}: evaluations before the jump differ");
+    }
+}

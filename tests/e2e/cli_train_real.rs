@@ -1,0 +1,66 @@
+//! `mentor train` with the shipped presets on the real model (SmolLM2-135M GGUF) and real
+//! benchmark data: GSM8K with the math verifier, MBPP with the code sandbox. Budgets are cut
+//! to one step of a few short completions so CI stays fast; the code path is the full one.
+
+use crate::{data_dir, mentor};
+
+fn smoke(preset: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("run");
+    let sets = [
+        format!("run.output_dir={}", dir.display()),
+        format!("data.dir={}", data_dir().display()),
+        "run.steps=1".into(),
+        "run.progress=false".into(),
+        "data.limit=2".into(),
+        "data.eval_tasks=1".into(),
+        "sampling.prompts_per_step=1".into(),
+        "sampling.group_size=2".into(),
+        "sampling.max_new_tokens=12".into(),
+        "strategy.intervention.hinted_samples=2".into(),
+        "eval.every=0".into(),
+    ];
+    let mut cmd = mentor();
+    cmd.args(["--threads", "2", "train", "--json", "--config", preset]);
+    for s in &sets {
+        cmd.arg("--set").arg(s);
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{preset}: {err}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let metrics: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(dir.join("final/model.safetensors").is_file(), "{preset}");
+    (summary, metrics)
+}
+
+#[test]
+fn gsm8k_preset_trains_a_step_of_smollm2_with_the_math_verifier() {
+    let (summary, metrics) = smoke("gsm8k-smollm2");
+    assert_eq!(summary["steps"], 1);
+    assert_eq!(metrics.len(), 1);
+    let m = &metrics[0];
+    assert_eq!(m["groups"], 1);
+    // 12 tokens cannot reach a boxed GSM8K answer: the group collapses and the mentor
+    // intervenes; the update still ran on the hinted rows.
+    assert_eq!(m["collapsed"], 1);
+    assert_eq!(m["intervened"], 1);
+    assert!(m["rows"].as_u64().unwrap() >= 2);
+    assert!(m["loss"].is_f64());
+    assert_eq!(summary["final_eval"][0]["n"], 1);
+}
+
+#[test]
+fn mbpp_preset_trains_a_step_of_smollm2_with_the_code_sandbox() {
+    let (summary, metrics) = smoke("mbpp-smollm2");
+    assert_eq!(summary["steps"], 1);
+    let m = &metrics[0];
+    assert_eq!(m["groups"], 1);
+    assert_eq!(m["collapsed"], 1, "12 tokens cannot write a passing MBPP function");
+    assert_eq!(m["intervened"], 1);
+    assert!(m["loss"].is_f64());
+}
