@@ -183,6 +183,8 @@ pub struct PretrainSection {
     pub hinted_levels: Vec<u32>,
     /// Share of hinted examples.
     pub hinted_fraction: f64,
+    /// Batch pieces computed in parallel threads (0: one per core).
+    pub shards: usize,
 }
 
 impl Default for PretrainSection {
@@ -195,6 +197,7 @@ impl Default for PretrainSection {
             unhinted_levels: vec![1, 2],
             hinted_levels: vec![1, 2, 3, 4],
             hinted_fraction: 0.5,
+            shards: 0,
         }
     }
 }

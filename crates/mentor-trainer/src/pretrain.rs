@@ -26,16 +26,12 @@ struct Example {
     target: Vec<u32>,
 }
 
-/// Hint texts used for hinted examples (the mentor's level-3 text and the static library),
-/// so that any of them marks a hinted context.
+/// The hint text of hinted examples: the mentor's level-3 text, which marks a context whose
+/// answer starts with given reference lines. (Generic static hints are deliberately not
+/// taught: the tiny model cannot read words, so a hint can only help it through the worked
+/// lines it carries.)
 pub fn hint_texts(prompts: &mentor_agents::Prompts) -> Vec<String> {
-    let mut texts: Vec<String> = prompts.static_hints("math").to_vec();
-    if let Some(t) = prompts.render_hint("math", 3) {
-        texts.push(t);
-    }
-    texts.sort();
-    texts.dedup();
-    texts
+    prompts.render_hint("math", 3).into_iter().collect()
 }
 
 fn example(
@@ -105,6 +101,52 @@ fn batch_loss(policy: &Policy, batch: Vec<Example>) -> Result<(candle_core::Tens
     Ok(((out.logprobs * mask)?.sum_all()?.neg()?, tokens))
 }
 
+/// Mean target NLL of `batch` and its gradients, computed in `shards` parallel pieces whose
+/// gradients are summed (in a fixed order, so the result does not depend on timing). Small
+/// models gain little from splitting each tensor op over threads; splitting the batch does.
+fn sharded_step(
+    policy: &Policy,
+    batch: Vec<Example>,
+    shards: usize,
+    vars: &[candle_core::Var],
+) -> Result<(f64, candle_core::backprop::GradStore)> {
+    let size = batch.len().div_ceil(shards.max(1)).max(1);
+    let mut pieces: Vec<Vec<Example>> = Vec::new();
+    let mut it = batch.into_iter().peekable();
+    while it.peek().is_some() {
+        pieces.push(it.by_ref().take(size).collect());
+    }
+    let tokens: f64 = pieces.iter().flatten().map(|e| e.target.len() as f64).sum::<f64>().max(1.0);
+    let results: Vec<Result<(f64, candle_core::backprop::GradStore)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = pieces
+            .into_iter()
+            .map(|piece| {
+                scope.spawn(move || -> Result<(f64, candle_core::backprop::GradStore)> {
+                    let (sum, _) = batch_loss(policy, piece)?;
+                    let part = (sum / tokens)?;
+                    let grads = part.backward()?;
+                    Ok((f64::from(part.to_scalar::<f32>()?), grads))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(crate::Error::Missing("a pretraining thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut acc = mentor_grpo::GradAccumulator::new(vars.to_vec());
+    let mut loss = 0.0;
+    for r in results {
+        let (l, g) = r?;
+        loss += l;
+        acc.add(&g)?;
+    }
+    Ok((loss, acc.take()))
+}
+
 /// Progress callback: `(step, steps, loss)`.
 pub type OnStep<'a> = &'a mut dyn FnMut(usize, usize, f64);
 
@@ -128,17 +170,16 @@ pub fn pretrain(
         ..GrpoConfig::default()
     };
     let mut opt = Optimizer::new(vars, &opt_cfg, cfg.steps)?;
+    let shards =
+        if cfg.shards > 0 { cfg.shards } else { std::thread::available_parallelism().map_or(1, |n| n.get()) };
     let mut recent = std::collections::VecDeque::new();
     for step in 0..cfg.steps {
         let mut rng = StdRng::seed_from_u64(mix(&[seed, 0x9e7, step as u64]));
         let batch: Vec<Example> = (0..cfg.batch)
             .map(|_| example(policy, cfg, curriculum, &texts, &mut rng))
             .collect::<Result<_>>()?;
-        let (loss, tokens) = batch_loss(policy, batch)?;
-        let loss = (loss / tokens)?;
-        let mut grads = loss.backward()?;
+        let (l, mut grads) = sharded_step(policy, batch, shards, opt.vars())?;
         opt.step(&mut grads)?;
-        let l = f64::from(loss.to_scalar::<f32>()?);
         recent.push_back(l);
         if recent.len() > 20 {
             recent.pop_front();

@@ -208,7 +208,7 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
     levels.sort_unstable();
     levels.dedup();
     let probe =
-        probe(&policy, &cfg.curriculum, &p, &levels, &[0, 1, 2], 100, 0, cfg.sampling.max_new_tokens)?;
+        probe(&policy, &cfg.curriculum, &p, &levels, &[0, 1, 2, 3], 100, 0, cfg.sampling.max_new_tokens)?;
     policy.save(&dir)?;
     let meta = PretrainMeta { key, loss, seconds: t0.elapsed().as_secs_f64(), probe };
     crate::jsonl::write_json(&meta_path, &meta)?;
