@@ -8,7 +8,8 @@
 //!   renamed to HF names, Q/K un-permuted, tokenizer rebuilt from metadata).
 //! - [`Policy::generate`]: batched sampling with a KV cache, left padding, per-row positions,
 //!   greedy / temperature / top-k / top-p, stop ids and strings, seeded.
-//! - [`Policy::logprobs`]: differentiable per-token log-probs (and entropy) of completions.
+//! - [`Policy::logprobs`]: differentiable per-token log-probs (and entropy) of completions,
+//!   on CPU through the fused kernels-with-backward of [`kernels`].
 //! - [`Policy::save`] / [`Policy::frozen_copy`]: atomic checkpoints and a KL reference.
 //! - [`Policy::char_level`]: a from-scratch model with a character tokenizer (the demo's).
 //!
@@ -39,6 +40,7 @@ pub mod config;
 mod error;
 pub mod generate;
 pub mod gguf;
+pub mod kernels;
 pub mod logprobs;
 pub mod model;
 mod policy;

@@ -9,6 +9,7 @@ use candle_core::{Tensor, D};
 
 use crate::batch::{attention_mask, positions};
 use crate::error::{Error, Result};
+use crate::kernels;
 use crate::model::Kernels;
 use crate::policy::Policy;
 
@@ -96,16 +97,22 @@ impl Policy {
         let att = attention_mask(&valid, t, dtype, &dev)?;
         let logits = model.forward(&ids, &pos, &att, None, p_len - 1, opts.kernels)?.narrow(1, 0, c_len)?;
         let logits = if opts.temperature == 1.0 { logits } else { (logits / opts.temperature)? };
-        let logp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
-        let targets = Tensor::from_vec(targets, (b, c_len, 1), &dev)?;
+        let targets = Tensor::from_vec(targets, (b, c_len), &dev)?;
         let mask = Tensor::from_vec(mask, (b, c_len), &dev)?.to_dtype(dtype)?;
-        let lp = (logp.gather(&targets, D::Minus1)?.squeeze(D::Minus1)? * &mask)?;
-        let entropy = if opts.entropy {
-            let h = (logp.exp()? * &logp)?.sum(D::Minus1)?.neg()?;
-            Some((h * &mask)?)
+        let (lp, entropy) = if !opts.entropy && kernels::supported(&logits) {
+            // One fused pass (and one backward), no `[B, C, vocab]` log-prob tensor.
+            (kernels::token_logprobs(&logits, &targets)?, None)
         } else {
-            None
+            let logp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
+            let lp = logp.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?.squeeze(D::Minus1)?;
+            let entropy = if opts.entropy {
+                let h = (logp.exp()? * &logp)?.sum(D::Minus1)?.neg()?;
+                Some((h * &mask)?)
+            } else {
+                None
+            };
+            (lp, entropy)
         };
-        Ok(TokenLogProbs { logprobs: lp, entropy, mask })
+        Ok(TokenLogProbs { logprobs: (lp * &mask)?, entropy, mask })
     }
 }

@@ -1,10 +1,12 @@
 //! The Llama-family decoder, written with candle ops whose backward is implemented.
 //!
-//! One set of weights, two kernel choices ([`Kernels`]): `Differentiable` uses only primitive
-//! ops (slow-path RMSNorm, max/exp/sum softmax, RoPE by narrow/mul/cat), so every weight gets
-//! a gradient; `Fused` uses candle-nn's fused RMSNorm, softmax and RoPE kernels, which are
-//! faster but **detach the graph** (they are `apply_op*_no_bwd` in candle) and are only for
-//! no-grad work such as generation. Both compute the same function (see the tests).
+//! One set of weights, two kernel choices ([`Kernels`]): `Differentiable` uses only ops with a
+//! backward pass, so every weight gets a gradient: on CPU in f32/f64 the fused kernels of
+//! [`crate::kernels`] (masked scaled softmax, RMSNorm, RoPE, SwiGLU, each one pass forward and
+//! one backward), elsewhere composite primitive ops (slow-path RMSNorm, max/exp/sum softmax,
+//! RoPE by narrow/mul/cat). `Fused` uses candle-nn's fused RMSNorm, softmax and RoPE kernels,
+//! which **detach the graph** (they are `apply_op*_no_bwd` in candle) and are only for no-grad
+//! work such as generation. All compute the same function up to float rounding (see the tests).
 //!
 //! The model takes explicit per-token positions and an additive attention mask, so rows of a
 //! batch can be left-padded and sit at different positions. It does not own a tokenizer or
@@ -17,13 +19,15 @@ use candle_nn::Linear;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::kernels;
 
 /// Which kernels the forward pass uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernels {
     /// Fused candle-nn kernels: faster, **no gradient flows through them**. For sampling.
     Fused,
-    /// Primitive ops with backward everywhere. For log-probs that are trained on.
+    /// Ops with backward everywhere (fused ones of [`crate::kernels`] on CPU in f32/f64,
+    /// primitive ones otherwise). For log-probs that are trained on.
     Differentiable,
 }
 
@@ -157,18 +161,27 @@ impl Model {
         self.dtype
     }
 
-    fn rms(&self, x: &Tensor, w: &Tensor, k: Kernels) -> Result<Tensor> {
+    /// Whether `k` runs on the fused kernels with a backward pass of [`crate::kernels`]
+    /// (differentiable, on a CPU model in f32 or f64).
+    fn fused_bwd(&self, k: Kernels) -> bool {
+        k == Kernels::Differentiable && kernels::supported(&self.embed)
+    }
+
+    /// RMSNorm; `fast`: the differentiable path on [`crate::kernels`] (else composite ops).
+    fn rms(&self, x: &Tensor, w: &Tensor, k: Kernels, fast: bool) -> Result<Tensor> {
         let eps = self.cfg.rms_norm_eps as f32;
         Ok(match k {
             Kernels::Fused => candle_nn::ops::rms_norm(&x.contiguous()?, w, eps)?,
+            Kernels::Differentiable if fast => kernels::rms_norm(x, w, eps)?,
             Kernels::Differentiable => candle_nn::ops::rms_norm_slow(x, w, eps)?,
         })
     }
 
     /// `x`: `[B, H, T, hd]`; `cos`/`sin`: `[B, T, hd/2]`. HF rotate-half layout.
-    fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, k: Kernels) -> Result<Tensor> {
+    fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, k: Kernels, fast: bool) -> Result<Tensor> {
         Ok(match k {
             Kernels::Fused => candle_nn::rotary_emb::rope(&x.contiguous()?, cos, sin)?,
+            Kernels::Differentiable if fast => kernels::rope(x, cos, sin)?,
             Kernels::Differentiable => {
                 let half = x.dim(D::Minus1)? / 2;
                 let (cos, sin) = (cos.unsqueeze(1)?, sin.unsqueeze(1)?);
@@ -197,9 +210,25 @@ impl Model {
         ids: &Tensor,
         positions: &Tensor,
         mask: &Tensor,
+        cache: Option<&mut KvCache>,
+        logits_from: usize,
+        kernels: Kernels,
+    ) -> Result<Tensor> {
+        self.forward_with(ids, positions, mask, cache, logits_from, kernels, self.fused_bwd(kernels))
+    }
+
+    /// [`Self::forward`], `fast` choosing between [`crate::kernels`] and composite ops for
+    /// [`Kernels::Differentiable`] (the tests compare the two).
+    #[allow(clippy::too_many_arguments)]
+    fn forward_with(
+        &self,
+        ids: &Tensor,
+        positions: &Tensor,
+        mask: &Tensor,
         mut cache: Option<&mut KvCache>,
         logits_from: usize,
         kernels: Kernels,
+        fast: bool,
     ) -> Result<Tensor> {
         let (b, t) = ids.dims2()?;
         if logits_from >= t {
@@ -229,12 +258,12 @@ impl Model {
         let scale = 1.0 / (hd as f64).sqrt();
         let mut x = self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((b, t, cfg.hidden_size))?;
         for (li, l) in self.layers.iter().enumerate() {
-            let h = self.rms(&x, &l.ln1, kernels)?;
+            let h = self.rms(&x, &l.ln1, kernels, fast)?;
             let q = l.q.forward(&h)?.reshape((b, t, nh, hd))?.transpose(1, 2)?;
             let k = l.k.forward(&h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?;
             let v = l.v.forward(&h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?.contiguous()?;
-            let q = Self::rope(&q, &cos, &sin, kernels)?;
-            let mut k = Self::rope(&k, &cos, &sin, kernels)?;
+            let q = Self::rope(&q, &cos, &sin, kernels, fast)?;
+            let mut k = Self::rope(&k, &cos, &sin, kernels, fast)?;
             let mut v = v;
             if let Some(c) = cache.as_deref_mut() {
                 if let Some((ck, cv)) = &c.layers[li] {
@@ -246,26 +275,116 @@ impl Model {
             // GQA without materialising repeated keys: query head h uses kv head h / n_rep
             // (HF `repeat_kv`), so group the n_rep query heads of one kv head along time.
             let q = q.contiguous()?.reshape((b, nkv, n_rep * t, hd))?;
-            let att = (q.matmul(&k.t()?)? * scale)?;
-            let att = att.reshape((b, nkv, n_rep, t, tk))?.broadcast_add(&mask5)?;
-            let att = match kernels {
-                Kernels::Fused => candle_nn::ops::softmax_last_dim(&att)?,
-                Kernels::Differentiable => candle_nn::ops::softmax(&att, D::Minus1)?,
+            let att = q.matmul(&k.t()?)?;
+            let att = if fast {
+                // `[B, kv_heads, n_rep * T, Tk]` as is: reshapes of this, the largest tensor,
+                // each cost a pass in the backward.
+                kernels::masked_softmax(&att, mask, scale)?
+            } else {
+                let att = (att * scale)?.reshape((b, nkv, n_rep, t, tk))?.broadcast_add(&mask5)?;
+                let att = match kernels {
+                    Kernels::Fused => candle_nn::ops::softmax_last_dim(&att)?,
+                    Kernels::Differentiable => candle_nn::ops::softmax(&att, D::Minus1)?,
+                };
+                att.reshape((b, nkv, n_rep * t, tk))?
             };
-            let y = att.reshape((b, nkv, n_rep * t, tk))?.matmul(&v)?;
+            let y = att.matmul(&v)?;
             let y = y.reshape((b, nh, t, hd))?.transpose(1, 2)?.reshape((b, t, nh * hd))?;
             x = (x + l.o.forward(&y)?)?;
-            let h = self.rms(&x, &l.ln2, kernels)?;
-            let m = (l.gate.forward(&h)?.silu()? * l.up.forward(&h)?)?;
+            let h = self.rms(&x, &l.ln2, kernels, fast)?;
+            let (gate, up) = (l.gate.forward(&h)?, l.up.forward(&h)?);
+            let m = if fast { kernels::swiglu(&gate, &up)? } else { (gate.silu()? * up)? };
             x = (x + l.down.forward(&m)?)?;
         }
         let x = if logits_from > 0 { x.narrow(1, logits_from, t - logits_from)? } else { x };
-        let x = self.rms(&x, &self.norm, kernels)?;
+        let x = self.rms(&x, &self.norm, kernels, fast)?;
         let n = x.dim(1)?;
         Ok(x.reshape((b * n, cfg.hidden_size))?.matmul(&self.lm_head.t()?)?.reshape((
             b,
             n,
             cfg.vocab_size,
         ))?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::Var;
+
+    use super::*;
+    use crate::batch::{attention_mask, positions};
+
+    /// A tiny GQA model with deterministic weights in `dtype`, as trainable `Var`s.
+    fn model(dtype: DType) -> (Model, Vec<(String, Var)>) {
+        let mut cfg = Config::tiny(11, 16, 2, 4, 2);
+        cfg.tie_word_embeddings = false;
+        let mut state = 12345u64;
+        let mut vars = vec![];
+        for (name, shape) in cfg.weight_shapes() {
+            let n: usize = shape.iter().product();
+            let v: Vec<f64> = (0..n)
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+                    if name.contains("norm") {
+                        0.5 + u
+                    } else {
+                        (u - 0.5) * 0.8
+                    }
+                })
+                .collect();
+            let t = Tensor::from_vec(v, shape, &Device::Cpu).unwrap().to_dtype(dtype).unwrap();
+            vars.push((name, Var::from_tensor(&t).unwrap()));
+        }
+        let weights = vars.iter().map(|(n, v)| (n.clone(), v.as_tensor().clone())).collect();
+        (Model::new(&cfg, &weights).unwrap(), vars)
+    }
+
+    /// Logits of a left-padded batch of two rows, on the fused or the composite path.
+    fn logits(m: &Model, fast: bool) -> Tensor {
+        let valid = vec![vec![true; 6], vec![false, false, false, true, true, true]];
+        let ids =
+            Tensor::from_vec(vec![1u32, 2, 3, 4, 5, 6, 0, 0, 0, 7, 8, 9], (2, 6), &Device::Cpu).unwrap();
+        let pos = positions(&valid, &[0, 0], &Device::Cpu).unwrap();
+        let mask = attention_mask(&valid, 6, m.dtype(), &Device::Cpu).unwrap();
+        m.forward_with(&ids, &pos, &mask, None, 1, Kernels::Differentiable, fast).unwrap()
+    }
+
+    fn max_rel(a: &Tensor, b: &Tensor) -> f64 {
+        let d = (a - b).unwrap().abs().unwrap().max_all().unwrap().to_dtype(DType::F64).unwrap();
+        let s = b.abs().unwrap().max_all().unwrap().to_dtype(DType::F64).unwrap();
+        d.to_scalar::<f64>().unwrap() / s.to_scalar::<f64>().unwrap().max(1e-300)
+    }
+
+    #[test]
+    fn fused_differentiable_path_equals_composite_path_with_gradients() {
+        let (m, _) = model(DType::F32);
+        assert!(m.fused_bwd(Kernels::Differentiable) && !m.fused_bwd(Kernels::Fused));
+        let d = max_rel(&logits(&m, true), &logits(&m, false));
+        assert!(d < 1e-5, "f32 logits differ by {d}");
+
+        let (m, vars) = model(DType::F64);
+        let (a, b) = (logits(&m, true), logits(&m, false));
+        assert!(max_rel(&a, &b) < 1e-12, "f64 logits differ by {}", max_rel(&a, &b));
+        let r = Tensor::from_vec(
+            (0..a.elem_count()).map(|i| (i % 7) as f64 - 3.0).collect(),
+            a.shape(),
+            &Device::Cpu,
+        )
+        .unwrap();
+        let ga = (a * &r).unwrap().sum_all().unwrap().backward().unwrap();
+        let gb = (b * &r).unwrap().sum_all().unwrap().backward().unwrap();
+        for (name, v) in &vars {
+            let (x, y) = (ga.get(v.as_tensor()).unwrap(), gb.get(v.as_tensor()).unwrap());
+            assert!(max_rel(x, y) < 1e-10, "{name}: gradients differ by {}", max_rel(x, y));
+        }
+    }
+
+    #[test]
+    fn bf16_takes_the_composite_path() {
+        let (m, _) = model(DType::BF16);
+        assert!(!m.fused_bwd(Kernels::Differentiable));
+        let x = logits(&m, false);
+        assert_eq!(x.dims(), [2, 5, 11]);
     }
 }
