@@ -11,6 +11,8 @@
 //! - [`Policy::logprobs`]: differentiable per-token log-probs (and entropy) of completions.
 //! - [`Policy::save`] / [`Policy::frozen_copy`]: atomic checkpoints and a KL reference.
 //! - [`Policy::char_level`]: a from-scratch model with a character tokenizer (the demo's).
+//! - [`openai::ChatService`]: OpenAI-compatible chat completions over a policy, socket-free
+//!   (the model half of `mentor serve`).
 //!
 //! **Invariants.** Log-probs meant for training use [`model::Kernels::Differentiable`], built
 //! only from ops with a backward pass: every weight gets a gradient (tested), unlike
@@ -41,6 +43,7 @@ pub mod generate;
 pub mod gguf;
 pub mod logprobs;
 pub mod model;
+pub mod openai;
 mod policy;
 pub mod sampling;
 pub mod source;
