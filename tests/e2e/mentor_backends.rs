@@ -294,3 +294,22 @@ fn local_backend_with_smollm2_in_process() {
     assert_eq!(intervene(&m, &task, &attempts), rules);
     assert_eq!(fallbacks.get(), 2);
 }
+
+#[test]
+fn serve_fails_fast_with_clear_errors() {
+    // A taken port fails before the model is loaded (the model path does not even exist).
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out =
+        mentor().args(["serve", "--model", "/nonexistent/model.gguf", "--port", &port]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&format!("cannot bind 127.0.0.1:{port}")), "{err}");
+
+    // A missing model is named, with the hint.
+    let out = mentor().args(["serve", "--model", "/nonexistent/model.gguf", "--port", "0"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("cannot load `/nonexistent/model.gguf`") && err.contains("hint:"), "{err}");
+    assert!(!err.contains("listening on"), "{err}");
+}

@@ -54,6 +54,11 @@ fn default_model_id(model: &str) -> String {
 
 /// Runs `mentor serve` until killed.
 pub fn run(args: &ServeArgs) -> Result<()> {
+    // Bind first: a taken port fails at once, not after loading the model; connections made
+    // while the model loads wait in the backlog.
+    let server = tiny_http::Server::http((args.host.as_str(), args.port))
+        .map_err(|e| anyhow!("cannot bind {}:{}: {e}", args.host, args.port))?;
+    let addr: SocketAddr = server.server_addr().to_ip().ok_or_else(|| anyhow!("bound a non-IP socket"))?;
     let hub = HubOptions::from_env(|k| std::env::var(k).ok());
     let opts = LoadOptions { hub, ..LoadOptions::default() };
     let policy = Policy::load(&ModelSource::parse(&args.model), &opts).with_context(|| {
@@ -68,9 +73,8 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         max_tokens_cap: args.max_tokens_cap,
     };
     let service = ChatService::new(policy, cfg);
-    let server = tiny_http::Server::http((args.host.as_str(), args.port))
-        .map_err(|e| anyhow!("cannot bind {}:{}: {e}", args.host, args.port))?;
-    let addr: SocketAddr = server.server_addr().to_ip().ok_or_else(|| anyhow!("bound a non-IP socket"))?;
+    let json = tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..])
+        .map_err(|()| anyhow!("invalid Content-Type header"))?;
     eprintln!("serving `{}` as `{}`", args.model, service.config().model_id);
     eprintln!("listening on http://{addr}");
     for mut request in server.incoming_requests() {
@@ -83,20 +87,13 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         let status = reply.status;
         let response = tiny_http::Response::from_string(reply.body.to_string())
             .with_status_code(status)
-            .with_header(json_header());
+            .with_header(json.clone());
         if let Err(e) = request.respond(response) {
             // The client went away (e.g. its own timeout fired); the server carries on.
             eprintln!("{method} {url}: cannot send the reply: {e}");
         }
     }
     Ok(())
-}
-
-fn json_header() -> tiny_http::Header {
-    tiny_http::Header {
-        field: "Content-Type".parse().expect("static header name"),
-        value: "application/json".parse().expect("static header value"),
-    }
 }
 
 fn read_body(request: &mut tiny_http::Request) -> std::result::Result<Vec<u8>, Reply> {
