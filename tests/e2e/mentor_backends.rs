@@ -203,6 +203,24 @@ fn llm_backend_against_mentor_serve_with_failure_injection() {
     assert_eq!(models["data"][0]["id"], "SmolLM2-135M-Instruct.Q4_1");
     assert_eq!(reply["model"], models["data"][0]["id"]);
 
+    // `stop` cuts the text before the stop string; `seed` makes sampling reproducible.
+    let cut = json!({"messages": [{"role": "user", "content": "What is the capital of France?"}],
+                     "temperature": 0, "max_tokens": 12, "stop": ["Paris"]});
+    let (status, reply) = post(&server.url("/v1/chat/completions"), &cut);
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["choices"][0]["message"]["content"], want.split("Paris").next().unwrap());
+    assert_eq!(reply["choices"][0]["finish_reason"], "stop");
+    let sampled = json!({"messages": [{"role": "user", "content": "Tell me a story."}],
+                         "temperature": 1.0, "max_tokens": 6, "seed": 7});
+    let (a, b) = (
+        post(&server.url("/v1/chat/completions"), &sampled),
+        post(&server.url("/v1/chat/completions"), &sampled),
+    );
+    assert_eq!((a.0, b.0), (200, 200));
+    assert_eq!(a.1["choices"], b.1["choices"]);
+    let n = a.1["usage"]["completion_tokens"].as_u64().unwrap();
+    assert!((1..=6).contains(&n), "max_tokens caps the reply: {}", a.1);
+
     // Bad requests are JSON errors with their status codes.
     let (status, err) = post(&server.url("/v1/chat/completions"), &json!({"messages": []}));
     assert_eq!((status, err["error"]["type"].as_str()), (400, Some("invalid_request_error")));
