@@ -6,6 +6,7 @@ mod cli_train;
 mod cli_train_real;
 mod cli_verify;
 mod cli_verify_code;
+mod mentor_backends;
 
 use std::path::PathBuf;
 

@@ -11,8 +11,9 @@
 //!   math verifier), reproduce the reference code, are empty or too long.
 //!
 //! [`AgentMentor`] composes them behind the [`mentor_core::Mentor`] trait. Backends: [`rules`]
-//! (default, offline, deterministic) and [`llm`] (any OpenAI-compatible chat endpoint, falling
-//! back to `rules` on any failure). The baselines the paper compares against implement the same
+//! (default, offline, deterministic), [`llm`] (any OpenAI-compatible chat endpoint, falling
+//! back to `rules` on any failure) and `local` (feature `local`: the same role prompts answered
+//! by an in-process `mentor-policy` model, the learner itself included). The baselines the paper compares against implement the same
 //! trait: [`StaticHints`] (generic hints, no diagnosis) and [`Refinement`] (the failed answer
 //! and its feedback shown back).
 //!
@@ -20,7 +21,7 @@
 //! and overridable at run time with [`Prompts::load_dir`].
 //!
 //! What this crate does not do: run code, check answers (it asks the injected equivalence), or
-//! sample from the policy.
+//! sample rollouts from the policy.
 #![deny(missing_docs)]
 
 mod agents;
@@ -28,6 +29,8 @@ mod baselines;
 mod error;
 mod guard;
 pub mod llm;
+#[cfg(feature = "local")]
+pub mod local;
 mod mentor;
 mod prompts;
 pub mod rules;

@@ -6,6 +6,10 @@
 //! 5xx, and are capped in concurrency. Any failure — endpoint down, too slow, malformed reply —
 //! falls back to the `rules` agent with the reason logged (`tracing::warn`) and counted; the
 //! mentor never fails because the LLM did.
+//!
+//! The agents are generic over [`ChatModel`] (messages in, reply text out), so the `local`
+//! backend (an in-process `mentor-policy` model, feature `local`) shares the prompts, the
+//! parsing and the fallback logic with the HTTP client.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -84,6 +88,13 @@ impl Drop for SlotGuard<'_> {
     }
 }
 
+/// Something that answers a conversation: an HTTP endpoint ([`LlmClient`]) or an in-process
+/// model (`crate::local::PolicyChat`, feature `local`).
+pub trait ChatModel: Send + Sync {
+    /// Answers `messages` (role, content) with the assistant's reply text.
+    fn chat(&self, messages: &[(&str, &str)]) -> Result<String>;
+}
+
 /// A chat-completions client.
 #[derive(Debug)]
 pub struct LlmClient {
@@ -141,6 +152,12 @@ impl LlmClient {
             }
         }
         Err(Error::Llm(format!("{} tries failed; last: {last}", self.config.retries + 1)))
+    }
+}
+
+impl ChatModel for LlmClient {
+    fn chat(&self, messages: &[(&str, &str)]) -> Result<String> {
+        LlmClient::chat(self, messages)
     }
 }
 
@@ -210,18 +227,17 @@ impl FallbackCounter {
     }
 }
 
-/// Diagnoser that asks the LLM, falling back to [`RulesDiagnoser`].
-#[derive(Debug)]
-pub struct LlmDiagnoser {
-    client: std::sync::Arc<LlmClient>,
+/// Diagnoser that asks a chat model, falling back to [`RulesDiagnoser`].
+pub struct LlmDiagnoser<M: ?Sized = LlmClient> {
+    client: std::sync::Arc<M>,
     prompts: Prompts,
     fallbacks: std::sync::Arc<FallbackCounter>,
 }
 
-impl LlmDiagnoser {
+impl<M: ChatModel + ?Sized> LlmDiagnoser<M> {
     /// A diagnoser over `client`; fallbacks are counted in `fallbacks`.
     pub fn new(
-        client: std::sync::Arc<LlmClient>,
+        client: std::sync::Arc<M>,
         prompts: Prompts,
         fallbacks: std::sync::Arc<FallbackCounter>,
     ) -> Self {
@@ -269,7 +285,7 @@ fn snippet(s: &str) -> String {
     s.chars().take(120).collect()
 }
 
-impl Diagnoser for LlmDiagnoser {
+impl<M: ChatModel + ?Sized> Diagnoser for LlmDiagnoser<M> {
     fn diagnose(&self, task: &Task, attempts: &[Attempt]) -> Result<Diagnosis> {
         self.ask(task, attempts).or_else(|e| {
             tracing::warn!(reason = %e, task = %task.id, "llm diagnoser failed; falling back to rules");
@@ -279,19 +295,18 @@ impl Diagnoser for LlmDiagnoser {
     }
 }
 
-/// Tutor that asks the LLM, falling back to [`RulesTutor`].
-#[derive(Debug)]
-pub struct LlmTutor {
-    client: std::sync::Arc<LlmClient>,
+/// Tutor that asks a chat model, falling back to [`RulesTutor`].
+pub struct LlmTutor<M: ?Sized = LlmClient> {
+    client: std::sync::Arc<M>,
     prompts: Prompts,
     fallback: RulesTutor,
     fallbacks: std::sync::Arc<FallbackCounter>,
 }
 
-impl LlmTutor {
+impl<M: ChatModel + ?Sized> LlmTutor<M> {
     /// A tutor over `client`; fallbacks are counted in `fallbacks`.
     pub fn new(
-        client: std::sync::Arc<LlmClient>,
+        client: std::sync::Arc<M>,
         prompts: Prompts,
         fallbacks: std::sync::Arc<FallbackCounter>,
     ) -> Self {
@@ -321,7 +336,7 @@ impl LlmTutor {
     }
 }
 
-impl Tutor for LlmTutor {
+impl<M: ChatModel + ?Sized> Tutor for LlmTutor<M> {
     fn hint(
         &self,
         task: &Task,
@@ -345,12 +360,22 @@ pub fn mentor(
     prompts: Prompts,
     guard: crate::Guard,
 ) -> (crate::AgentMentor, std::sync::Arc<FallbackCounter>) {
-    let client = std::sync::Arc::new(LlmClient::new(config));
+    chat_mentor("llm", std::sync::Arc::new(LlmClient::new(config)), prompts, guard)
+}
+
+/// A mentor named `name` whose diagnoser and tutor ask `model` with the `llm` role prompts and
+/// fall back to rules; returns it with its fallback counter.
+pub fn chat_mentor<M: ChatModel + 'static>(
+    name: &str,
+    model: std::sync::Arc<M>,
+    prompts: Prompts,
+    guard: crate::Guard,
+) -> (crate::AgentMentor, std::sync::Arc<FallbackCounter>) {
     let fallbacks = std::sync::Arc::new(FallbackCounter::default());
     let m = crate::AgentMentor::new(
-        "llm",
-        Box::new(LlmDiagnoser::new(client.clone(), prompts.clone(), fallbacks.clone())),
-        Box::new(LlmTutor::new(client, prompts, fallbacks.clone())),
+        name,
+        Box::new(LlmDiagnoser::new(model.clone(), prompts.clone(), fallbacks.clone())),
+        Box::new(LlmTutor::new(model, prompts, fallbacks.clone())),
         guard,
     );
     (m, fallbacks)

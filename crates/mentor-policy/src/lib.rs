@@ -12,6 +12,8 @@
 //!   on CPU through the fused kernels-with-backward of [`kernels`].
 //! - [`Policy::save`] / [`Policy::frozen_copy`]: atomic checkpoints and a KL reference.
 //! - [`Policy::char_level`]: a from-scratch model with a character tokenizer (the demo's).
+//! - [`openai::ChatService`]: OpenAI-compatible chat completions over a policy, socket-free
+//!   (the model half of `mentor serve`).
 //!
 //! **Invariants.** Log-probs meant for training use [`model::Kernels::Differentiable`], built
 //! only from ops with a backward pass: every weight gets a gradient (tested), unlike
@@ -43,6 +45,7 @@ pub mod gguf;
 pub mod kernels;
 pub mod logprobs;
 pub mod model;
+pub mod openai;
 mod policy;
 pub mod sampling;
 pub mod source;

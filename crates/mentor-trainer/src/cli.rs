@@ -25,6 +25,8 @@ pub(crate) enum Command {
     Tasks(TasksArgs),
     /// Generate a completion with a model (Hub repo id, local directory or GGUF file).
     Generate(GenerateArgs),
+    /// Serve a model over an OpenAI-compatible chat-completions endpoint (`/v1/chat/completions`).
+    Serve(crate::commands::serve::ServeArgs),
     /// Check completions with a verifier, one JSON line per input.
     #[command(subcommand)]
     Verify(VerifyCommand),

@@ -42,6 +42,7 @@ pub fn main() -> ExitCode {
     }
     let result = match cli.command {
         cli::Command::Generate(args) => commands::generate::run(&args),
+        cli::Command::Serve(args) => commands::serve::run(&args),
         cli::Command::Tasks(args) => commands::tasks::run(&args),
         cli::Command::Verify(cli::VerifyCommand::Math(args)) => commands::verify::math(&args),
         cli::Command::Verify(cli::VerifyCommand::Code(args)) => commands::verify_code::run(&args),

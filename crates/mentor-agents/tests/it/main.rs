@@ -1,6 +1,7 @@
 //! Golden tests on real failures, the guard's no-leak property, the baselines, and the `llm`
 //! backend against a local mock endpoint (round trip and failure injection).
 
+mod golden_code;
 mod golden_math;
 mod guard_property;
 mod llm_backend;

@@ -6,6 +6,7 @@ pub mod generate;
 pub mod progress;
 pub mod report;
 pub mod sandbox;
+pub mod serve;
 pub mod tasks;
 pub mod train;
 pub mod verify;
