@@ -284,6 +284,10 @@ pub enum Backend {
     Rules,
     /// An OpenAI-compatible chat endpoint (falls back to rules on any failure).
     Llm,
+    /// The same role prompts answered by an in-process model: `mentor.model = "self"` (the
+    /// learner as its own mentor, weights updating as it trains) or a model source (a
+    /// directory, a .gguf, a Hub id, `smollm2`). Falls back to rules like `llm`.
+    Local,
 }
 
 /// `[mentor]`.
@@ -298,7 +302,7 @@ pub struct MentorSection {
     pub prompts: String,
     /// `llm`: base URL including the version path.
     pub base_url: String,
-    /// `llm`: model name.
+    /// `llm`: model name sent to the endpoint; `local`: `self` or a model source.
     pub model: String,
     /// `llm`: environment variable holding the API key (none when unset).
     pub api_key_env: Option<String>,
@@ -496,6 +500,13 @@ impl TrainConfig {
                 format!("{} is not a multiple of model.heads = {}", self.model.hidden, self.model.heads),
             );
         }
+        if self.mentor.backend == Backend::Local && self.mentor.model == "default" {
+            return err(
+                "mentor.model",
+                "the `local` backend needs `self` (the learner) or a model source (directory, .gguf, Hub id, `smollm2`)"
+                    .into(),
+            );
+        }
         if self.mentor.backend == Backend::Llm && self.mentor.timeout_secs <= 0.0 {
             return err("mentor.timeout_secs", "must be > 0".into());
         }
@@ -583,6 +594,11 @@ mod tests {
         let e = TrainConfig::load("demo", &["grpo.learning_rate=-1".into()]).unwrap_err().to_string();
         assert!(e.contains("learning_rate"), "{e}");
         assert!(TrainConfig::load("demo", &["novalue".into()]).is_err());
+        let e = TrainConfig::load("demo", &["mentor.backend=local".into()]).unwrap_err().to_string();
+        assert!(e.contains("mentor.model") && e.contains("self"), "{e}");
+        assert!(
+            TrainConfig::load("demo", &["mentor.backend=local".into(), "mentor.model=self".into()]).is_ok()
+        );
         let e = TrainConfig::load("/nonexistent/x.toml", &[]).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/x.toml"), "{e}");
     }
@@ -594,6 +610,7 @@ mod tests {
             &[
                 "curriculum.schedule=[{level = 2, steps = 3}, {level = 4, steps = 5}]".into(),
                 "run.steps=0".into(),
+                "eval.levels=[]".into(),
             ],
         )
         .unwrap();

@@ -145,7 +145,7 @@ pub fn prompts(cfg: &TrainConfig) -> Result<Prompts> {
     })
 }
 
-fn strategy(cfg: &TrainConfig) -> Result<Strategy> {
+fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Strategy> {
     let guard = || {
         Guard::new(
             GuardConfig { max_chars: cfg.mentor.max_hint_chars, ..GuardConfig::default() },
@@ -172,6 +172,22 @@ fn strategy(cfg: &TrainConfig) -> Result<Strategy> {
                     ..mentor_agents::llm::LlmConfig::default()
                 };
                 let (mentor, _fallbacks) = mentor_agents::llm::mentor(llm, prompts(cfg)?, guard());
+                intervene(Box::new(mentor))
+            }
+            Backend::Local => {
+                let model = if cfg.mentor.model == "self" {
+                    learner.clone()
+                } else {
+                    let section =
+                        crate::config::ModelSection { source: cfg.mentor.model.clone(), ..cfg.model.clone() };
+                    Arc::new(crate::policy::build(&section, cfg.run.seed)?)
+                };
+                let local = mentor_agents::local::LocalConfig {
+                    temperature: 0.0,
+                    max_tokens: 256,
+                    seed: cfg.run.seed,
+                };
+                let (mentor, _fallbacks) = mentor_agents::local::mentor(model, local, prompts(cfg)?, guard());
                 intervene(Box::new(mentor))
             }
         },
@@ -470,13 +486,15 @@ pub fn train(
             (policy, 0, None, None)
         }
     };
+    let policy = Arc::new(policy);
     let reference = if cfg.grpo.beta != 0.0 { Some(policy.frozen_copy()?) } else { None };
     let vars = policy.vars().into_iter().map(|(_, v)| v).collect();
     let mut updater = Updater::new(cfg.grpo_config(), vars, total)?;
     if let Some(s) = opt_state {
         updater.optimizer_mut().restore(s)?;
     }
-    let mut plugin = Plugin::new(strategy(cfg)?, cfg.strategy.monitor.clone(), cfg.grpo.scale_rewards);
+    let mut plugin =
+        Plugin::new(strategy(cfg, &policy)?, cfg.strategy.monitor.clone(), cfg.grpo.scale_rewards);
     if let Some(s) = plugin_state {
         plugin.restore(s);
     }

@@ -47,8 +47,9 @@ struct Job {
 }
 
 fn key_of(cfg: &TrainConfig) -> Result<String> {
-    let shaping =
-        (&cfg.model, &cfg.pretrain, &cfg.curriculum, &cfg.mentor.prompts, env!("CARGO_PKG_VERSION"));
+    // What pretraining reads, not the RL schedule.
+    let operands = (&cfg.curriculum.operands, &cfg.curriculum.full_operand_levels);
+    let shaping = (&cfg.model, &cfg.pretrain, operands, &cfg.mentor.prompts, env!("CARGO_PKG_VERSION"));
     let text = serde_json::to_string(&shaping)?;
     Ok(format!("{:x}", Sha256::digest(text.as_bytes())))
 }
