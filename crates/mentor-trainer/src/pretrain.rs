@@ -71,11 +71,11 @@ fn example(
     Ok(Example { prompt, target })
 }
 
-/// Summed negative log-likelihood of the examples' targets, and the number of target tokens.
+/// Summed negative log-likelihood of the examples' targets.
 /// Each example is laid out as one sequence (prompt then target) after its first token, so
 /// the batch is padded to its longest *sequence*, not to the longest prompt plus the longest
 /// target; prompt positions are masked out of the loss.
-fn batch_loss(policy: &Policy, batch: Vec<Example>) -> Result<(candle_core::Tensor, f64)> {
+fn batch_loss(policy: &Policy, batch: Vec<Example>) -> Result<candle_core::Tensor> {
     let mut firsts = Vec::with_capacity(batch.len());
     let mut rests = Vec::with_capacity(batch.len());
     let mut masks = Vec::with_capacity(batch.len());
@@ -88,7 +88,6 @@ fn batch_loss(policy: &Policy, batch: Vec<Example>) -> Result<(candle_core::Tens
         masks.push((0..seq.len() - 1).map(|i| if i >= given { 1f32 } else { 0.0 }).collect::<Vec<f32>>());
     }
     let width = rests.iter().map(Vec::len).max().unwrap_or(1).max(1);
-    let tokens: f64 = masks.iter().map(|m| m.iter().sum::<f32>() as f64).sum::<f64>().max(1.0);
     let flat: Vec<f32> = masks
         .into_iter()
         .flat_map(|mut m| {
@@ -98,7 +97,7 @@ fn batch_loss(policy: &Policy, batch: Vec<Example>) -> Result<(candle_core::Tens
         .collect();
     let out = policy.logprobs(&firsts, &rests, &LogProbOptions::default())?;
     let mask = candle_core::Tensor::from_vec(flat, (firsts.len(), width), out.logprobs.device())?;
-    Ok(((out.logprobs * mask)?.sum_all()?.neg()?, tokens))
+    Ok((out.logprobs * mask)?.sum_all()?.neg()?)
 }
 
 /// Mean target NLL of `batch` and its gradients, computed in `shards` parallel pieces whose
@@ -122,7 +121,7 @@ fn sharded_step(
             .into_iter()
             .map(|piece| {
                 scope.spawn(move || -> Result<(f64, candle_core::backprop::GradStore)> {
-                    let (sum, _) = batch_loss(policy, piece)?;
+                    let sum = batch_loss(policy, piece)?;
                     let part = (sum / tokens)?;
                     let grads = part.backward()?;
                     Ok((f64::from(part.to_scalar::<f32>()?), grads))

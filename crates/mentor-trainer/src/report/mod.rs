@@ -11,9 +11,7 @@ mod plot;
 mod stats;
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use load::{load_run, load_runs_under, EvalRow, RunData, StepRow, EVAL_FILE, METRICS_FILE, RUN_FILE};
 pub use plot::{arm_color, SMOOTH_WINDOW};
@@ -90,26 +88,15 @@ pub fn write_report(runs: &[RunData], out_dir: &Path, title: &str) -> Result<Rep
     Ok(ReportSummary { markdown: markdown_path, plots, runs: runs.len(), table })
 }
 
-static TMP_COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// Writes `bytes` to `path` via a temp file in the same directory, fsync, then rename.
-/// On failure the temp file is removed.
+/// Writes `bytes` to `path` atomically ([`crate::jsonl::write_atomic`]: a temp file in the
+/// same directory, fsync, rename), with the report's error type.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let unique = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{file_name}.{}.{unique}.tmp", std::process::id()));
-    let result = write_and_sync(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
-    result.map_err(|source| {
-        let _ = fs::remove_file(&tmp);
-        ReportError::Io { path: path.to_path_buf(), source }
+    crate::jsonl::write_atomic(path, bytes).map_err(|e| match e {
+        crate::Error::Io { path, source } => ReportError::Io { path, source },
+        other => {
+            ReportError::Io { path: path.to_path_buf(), source: std::io::Error::other(other.to_string()) }
+        }
     })
-}
-
-fn write_and_sync(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = fs::File::create(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
 
 #[cfg(test)]
