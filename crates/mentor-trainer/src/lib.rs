@@ -34,6 +34,22 @@ use clap::Parser;
 /// Entry point of the `mentor` binary: parses arguments, runs the subcommand, reports errors.
 pub fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // candle sizes its element-wise pool (whose helper threads spin before they sleep) and
+    // gemm's split from these variables, not from rayon's pool: without them a `--threads 1`
+    // process still keeps a busy helper per core. The demo parallelises by processes and by
+    // pretraining shards, each of which wants exactly one thread.
+    let per_process = match (&cli.command, cli.threads) {
+        (_, Some(n)) => Some(n),
+        (cli::Command::Demo(_), None) => Some(1),
+        _ => None,
+    };
+    if let Some(n) = per_process {
+        for var in ["RAYON_NUM_THREADS", "CANDLE_NUM_THREADS"] {
+            if std::env::var_os(var).is_none() {
+                std::env::set_var(var, n.to_string());
+            }
+        }
+    }
     if let Some(n) = cli.threads {
         if let Err(e) = mentor_policy::threads::set_threads(n) {
             eprintln!("error: --threads {n}: {e}");
