@@ -76,6 +76,17 @@ impl GradAccumulator {
         Ok(())
     }
 
+    /// Add a zero gradient for every variable (a backward pass through a loss that is
+    /// identically zero), so the optimizer steps every variable.
+    pub fn add_zeros(&mut self) -> Result<()> {
+        for (v, sum) in self.vars.iter().zip(self.sums.iter_mut()) {
+            if sum.is_none() {
+                *sum = Some(v.as_tensor().zeros_like()?);
+            }
+        }
+        Ok(())
+    }
+
     /// Backward `loss` and add the variables' gradients.
     pub fn backward(&mut self, loss: &Tensor) -> Result<()> {
         let grads = loss.backward()?;

@@ -119,6 +119,16 @@ impl Updater {
             Some(a) => a.clone(),
             None => group_advantages(&batch.rewards, &batch.group_ids, cfg.scale_rewards)?.advantages,
         };
+        // Nothing to learn from this batch: without a KL term and with the ratio exactly 1
+        // (on-policy, one iteration, no behaviour log-probs) every per-token loss is
+        // `-ratio * 0 = 0`, so every gradient is zero whatever the log-probs are. The forward
+        // and backward passes are skipped (a collapsed vanilla step costs only its rollouts);
+        // the optimizer still steps on zero gradients, so its moments decay exactly as if the
+        // passes had run. Clip metrics are 0 (ratio 1); the entropy metric is not computed.
+        let zero_signal = cfg.beta == 0.0
+            && batch.old_logps.is_none()
+            && cfg.num_iterations == 1
+            && adv.iter().all(|a| *a == 0.0);
         let adv = Tensor::from_vec(adv, b, &device)?;
         let mask = if cfg.mask_truncated_completions {
             mask_truncated(&batch.mask, &batch.truncated)?
@@ -142,6 +152,18 @@ impl Updater {
             for rows in &micro {
                 let idx = index(rows, &device)?;
                 let pick = |x: &Tensor| -> Result<Tensor> { Ok(x.index_select(&idx, 0)?) };
+                if zero_signal {
+                    acc.add_zeros()?;
+                    stats.push(LossStats {
+                        tokens: mask_tokens(&pick(&mask)?)?,
+                        kl: None,
+                        entropy: None,
+                        clip_ratio_low: 0.0,
+                        clip_ratio_high: 0.0,
+                        clip_ratio_region: 0.0,
+                    });
+                    continue;
+                }
                 let out = call(rows)?;
                 let old_mb = old.as_ref().map(pick).transpose()?;
                 let ref_mb = batch.ref_logps.as_ref().map(pick).transpose()?;

@@ -189,3 +189,61 @@ fn reward_rises_with_iterations_accumulation_kl_and_truncation_masking() {
     };
     assert_rises(&train(config, 40, true));
 }
+
+/// A batch whose advantages are all zero (a collapsed step) skips the forward and backward
+/// passes, yet the parameters move exactly as after the full computation: the optimizer
+/// steps on zero gradients and its momentum carries on.
+#[test]
+fn an_all_zero_advantage_step_skips_the_passes_and_matches_the_full_computation() {
+    let config = GrpoConfig {
+        learning_rate: 0.05,
+        lr_scheduler_type: LrSchedulerType::Constant,
+        max_completion_length: MAX_LEN,
+        ..GrpoConfig::default()
+    };
+    let mut rng = Rng(0x5EED);
+    let policies = [Policy::new(&mut Rng(7)), Policy::new(&mut Rng(7))];
+    let mut updaters: Vec<Updater> =
+        policies.iter().map(|p| Updater::new(config.clone(), p.vars(), 2).unwrap()).collect();
+    let first = sample(&policies[0], &mut rng);
+    let mut zero = sample(&policies[0], &mut rng);
+    zero.batch.advantages = Some(vec![0.0; zero.batch.rewards.len()]);
+    let values = |p: &Policy| -> Vec<Vec<f32>> {
+        p.vars().iter().map(|v| v.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap()).collect()
+    };
+    let mut calls = [0usize; 2];
+    for (i, (policy, updater)) in policies.iter().zip(updaters.iter_mut()).enumerate() {
+        for (step, r) in [&first, &zero].into_iter().enumerate() {
+            let mut batch = r.batch.clone();
+            if i == 1 && step == 1 {
+                // The same step forced down the full path: behaviour log-probs equal to the
+                // current ones give a ratio of exactly 1.
+                batch.old_logps = Some(policy.token_logps(&r.prompts, &r.tokens).unwrap().detach());
+            }
+            let before = values(policy);
+            let m = updater
+                .update(&batch, |rows: &[usize]| -> candle_core::Result<PolicyOutput> {
+                    if step == 1 {
+                        calls[i] += 1;
+                    }
+                    let idx = Tensor::from_vec(
+                        rows.iter().map(|&i| i as u32).collect::<Vec<_>>(),
+                        rows.len(),
+                        &Device::Cpu,
+                    )?;
+                    let p: Vec<u32> = rows.iter().map(|&i| r.prompts[i]).collect();
+                    let logps = policy.token_logps(&p, &r.tokens.index_select(&idx, 0)?)?;
+                    Ok(PolicyOutput { logps, entropies: None })
+                })
+                .unwrap();
+            assert_eq!(m.optimizer_steps, 1);
+            if step == 1 {
+                assert_eq!(m.grad_norm, 0.0);
+                assert_eq!(m.loss, 0.0);
+                assert_ne!(values(policy), before, "momentum still moves the parameters");
+            }
+        }
+    }
+    assert_eq!(calls, [0, 1], "the zero step computed no log-probs; the forced one did");
+    assert_eq!(values(&policies[0]), values(&policies[1]));
+}
