@@ -37,6 +37,9 @@ pub struct TrainRow {
     pub group: usize,
     /// The messages the loss's log-probs condition on.
     pub prompt: Vec<Message>,
+    /// Tokens forced after the rendered prompt, part of the context but not of the loss (the
+    /// hint's worked steps of an in-context row sampled with `prefix` credit; usually empty).
+    pub context_ids: Vec<u32>,
     /// The completion tokens in the loss (for `prefix` credit: the hint's steps, then the
     /// sampled continuation).
     pub completion_ids: Vec<u32>,
@@ -70,12 +73,18 @@ pub(crate) fn row(
     behaviour: bool,
     hint_level: Option<HintLevel>,
 ) -> TrainRow {
-    let mut ids = if with_prefix { s.sample.prefix_ids.clone() } else { Vec::new() };
+    // A forced prefix is either credited as part of the completion or stays in the context.
+    let (mut ids, context_ids) = if with_prefix {
+        (s.sample.prefix_ids.clone(), Vec::new())
+    } else {
+        (Vec::new(), s.sample.prefix_ids.clone())
+    };
     ids.extend_from_slice(&s.sample.ids);
     TrainRow {
         task_id: task_id.to_string(),
         group: 0,
         prompt,
+        context_ids,
         completion_ids: ids,
         behaviour_logprobs: behaviour.then(|| s.sample.logprobs.clone()),
         reward: s.verdict.reward(),

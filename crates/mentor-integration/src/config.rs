@@ -4,6 +4,7 @@ use mentor_core::{HintLevel, Mentor};
 use serde::{Deserialize, Serialize};
 
 use crate::assembly::Credit;
+use crate::hint_format::HintFormat;
 
 /// When collapsed groups get an intervention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +54,13 @@ pub struct InterventionConfig {
     pub credit: Credit,
     /// Unhinted successes after which the remembered level drops by one.
     pub memory_fade_after: u32,
+    /// Where the hint goes in the prompt (`"{prompt}\n\nHint: {hint}"` by default).
+    pub hint_format: HintFormat,
+    /// With `prefix` credit, also train each rescued hinted group in its own (hinted) context
+    /// as an extra group with group-relative advantages: failures inside a rescued group are
+    /// pushed down, so the skill the hint unlocks does not erode while the prefix rows carry
+    /// it over to the plain prompt. Ignored by the other credit modes.
+    pub hinted_in_context: bool,
 }
 
 impl Default for InterventionConfig {
@@ -67,6 +75,8 @@ impl Default for InterventionConfig {
             assembly: Assembly::Replace,
             credit: Credit::Prefix,
             memory_fade_after: 1,
+            hint_format: HintFormat::default(),
+            hinted_in_context: false,
         }
     }
 }

@@ -23,6 +23,7 @@
 mod assembly;
 mod config;
 mod error;
+mod hint_format;
 mod memory;
 mod monitor;
 mod plugin;
@@ -31,7 +32,8 @@ mod rollout;
 pub use assembly::{Credit, TrainRow};
 pub use config::{Assembly, InterventionConfig, Strategy, Trigger};
 pub use error::{Error, Result};
+pub use hint_format::{hinted_prompt, BadHintFormat, HintFormat};
 pub use memory::{Entry as MemoryEntry, HintMemory};
 pub use monitor::{CollapseMonitor, CollapseReport, EventState, MonitorConfig, MonitorState};
 pub use plugin::{InterventionRecord, Plugin, PluginState, StepMetrics, StepOutput};
-pub use rollout::{hinted_prompt, Group, Rollout, Sample, SampleRequest, Scored, TaskSource};
+pub use rollout::{Group, Rollout, Sample, SampleRequest, Scored, TaskSource};

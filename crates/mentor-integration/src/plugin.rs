@@ -11,7 +11,7 @@ use crate::assembly::{finish, row, Credit, PendingGroup, TrainRow};
 use crate::config::{Assembly, InterventionConfig, Strategy, Trigger};
 use crate::memory::HintMemory;
 use crate::monitor::{CollapseMonitor, EventState, MonitorConfig};
-use crate::rollout::{hinted_prompt, Group, Rollout, SampleRequest, Scored, TaskSource};
+use crate::rollout::{Group, Rollout, SampleRequest, Scored, TaskSource};
 use crate::{Error, Result};
 
 /// Everything observable about one step of the plug-in.
@@ -284,7 +284,7 @@ fn intervene(
         rec.rejections.extend(answer.rejections);
         rec.diagnosis = answer.diagnosis.or(rec.diagnosis.take());
         if let Some(hint) = answer.hint {
-            let prompt = hinted_prompt(task, &hint);
+            let prompt = config.hint_format.apply(task, &hint);
             let prefix = match config.credit {
                 Credit::Prefix => hint.solution_prefix.as_deref(),
                 _ => None,
@@ -334,7 +334,9 @@ fn assemble(
         samples
             .iter()
             .map(|s| match config.credit {
-                Credit::InContext => row(&task.id, hinted_prompt(task, hint), s, false, false, level),
+                Credit::InContext => {
+                    row(&task.id, config.hint_format.apply(task, hint), s, false, false, level)
+                }
                 Credit::StrippedIs => row(&task.id, task.prompt.clone(), s, false, true, level),
                 Credit::Stripped => row(&task.id, task.prompt.clone(), s, false, false, level),
                 Credit::Prefix => row(&task.id, task.prompt.clone(), s, true, false, level),
@@ -344,16 +346,26 @@ fn assemble(
     // The failed unhinted group's mean reward (0 for a collapsed group).
     let unhinted_mean = grp.rewards().iter().sum::<f64>() / grp.samples.len().max(1) as f64;
     let baseline = (config.credit == Credit::Prefix).then_some(unhinted_mean);
+    // `prefix` + `hinted_in_context`: the hinted group again, in its own context.
+    let mut extra = Vec::new();
+    if config.credit == Credit::Prefix && config.hinted_in_context {
+        let prompt = config.hint_format.apply(task, hint);
+        let rows = hinted.iter().map(|s| row(&task.id, prompt.clone(), s, false, false, level)).collect();
+        extra.push(PendingGroup { rows, baseline: None });
+    }
     match config.assembly {
-        Assembly::Replace => (PendingGroup { rows: hinted_rows(hinted), baseline }, Vec::new()),
-        Assembly::Augment => (plain(grp), vec![PendingGroup { rows: hinted_rows(hinted), baseline }]),
+        Assembly::Replace => (PendingGroup { rows: hinted_rows(hinted), baseline }, extra),
+        Assembly::Augment => {
+            extra.insert(0, PendingGroup { rows: hinted_rows(hinted), baseline });
+            (plain(grp), extra)
+        }
         Assembly::Nurl { keep_unhinted } => {
             let g = grp.samples.len();
             let k = keep_unhinted.min(g);
             let mut rows: Vec<TrainRow> = plain(grp).rows.into_iter().take(k).collect();
             let take = (g - k).min(hinted.len());
             rows.extend(hinted_rows(&hinted[..take]));
-            (PendingGroup { rows, baseline }, Vec::new())
+            (PendingGroup { rows, baseline }, extra)
         }
     }
 }

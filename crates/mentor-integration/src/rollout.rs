@@ -1,7 +1,7 @@
 //! What the plug-in needs from the policy and the data: the [`Rollout`] and [`TaskSource`]
 //! traits, and the sample / group types that flow through a step.
 
-use mentor_core::{Completion, Hint, Message, Role, Task, Verdict};
+use mentor_core::{Completion, Message, Task, Verdict};
 
 /// One sampled completion with what the loss needs from the sampler.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,17 +70,4 @@ pub trait Rollout {
 pub trait TaskSource {
     /// The next training task, or `None` when exhausted.
     fn next_task(&mut self) -> Option<Task>;
-}
-
-/// The task's prompt with the hint appended as a final user message.
-pub fn hinted_prompt(task: &Task, hint: &Hint) -> Vec<Message> {
-    let mut prompt = task.prompt.clone();
-    match prompt.last_mut() {
-        Some(last) if last.role == Role::User => {
-            last.content.push_str("\n\nHint: ");
-            last.content.push_str(&hint.text);
-        }
-        _ => prompt.push(Message::user(format!("Hint: {}", hint.text))),
-    }
-    prompt
 }

@@ -599,6 +599,10 @@ mod tests {
         assert!(
             TrainConfig::load("demo", &["mentor.backend=local".into(), "mentor.model=self".into()]).is_ok()
         );
+        let e = TrainConfig::load("demo", &["strategy.intervention.hint_format=\"Hint: {hint}\"".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hint_format") && e.contains("{prompt}"), "{e}");
         let e = TrainConfig::load("/nonexistent/x.toml", &[]).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/x.toml"), "{e}");
     }

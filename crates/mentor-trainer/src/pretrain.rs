@@ -9,7 +9,7 @@
 
 use mentor_core::{Hint, HintLevel, HintSource, Verifier};
 use mentor_grpo::{GrpoConfig, LrSchedulerType, Optimizer};
-use mentor_integration::hinted_prompt;
+use mentor_integration::HintFormat;
 use mentor_policy::{GenerateConfig, LogProbOptions, Policy, Sampler};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -39,6 +39,7 @@ fn example(
     cfg: &PretrainSection,
     curriculum: &CurriculumSection,
     texts: &[String],
+    format: &HintFormat,
     rng: &mut StdRng,
 ) -> Result<Example> {
     let tok = policy.tokenizer();
@@ -60,7 +61,7 @@ fn example(
             solution_prefix: Some(given.clone()),
             source: HintSource::Mentor,
         };
-        (hinted_prompt(&task, &hint), given, rest)
+        (format.apply(&task, &hint), given, rest)
     } else {
         (task.prompt.clone(), String::new(), p.solution())
     };
@@ -156,6 +157,7 @@ pub fn pretrain(
     cfg: &PretrainSection,
     curriculum: &CurriculumSection,
     prompts: &mentor_agents::Prompts,
+    format: &HintFormat,
     seed: u64,
     on_step: OnStep<'_>,
 ) -> Result<f64> {
@@ -175,7 +177,7 @@ pub fn pretrain(
     for step in 0..cfg.steps {
         let mut rng = StdRng::seed_from_u64(mix(&[seed, 0x9e7, step as u64]));
         let batch: Vec<Example> = (0..cfg.batch)
-            .map(|_| example(policy, cfg, curriculum, &texts, &mut rng))
+            .map(|_| example(policy, cfg, curriculum, &texts, format, &mut rng))
             .collect::<Result<_>>()?;
         let (l, mut grads) = sharded_step(policy, batch, shards, opt.vars())?;
         opt.step(&mut grads)?;
@@ -205,6 +207,7 @@ pub fn probe(
     policy: &Policy,
     curriculum: &CurriculumSection,
     prompts: &mentor_agents::Prompts,
+    format: &HintFormat,
     levels: &[u32],
     given: &[usize],
     problems: usize,
@@ -236,7 +239,7 @@ pub fn probe(
                         solution_prefix: Some(start.clone()),
                         source: HintSource::Mentor,
                     };
-                    hinted_prompt(&task, &hint)
+                    format.apply(&task, &hint)
                 };
                 let mut x = policy.encode_chat(&messages(&msgs))?;
                 x.extend(policy.tokenizer().encode(&start)?);

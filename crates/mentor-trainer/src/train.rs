@@ -479,6 +479,7 @@ pub fn train(
                     &cfg.pretrain,
                     &cfg.curriculum,
                     &p,
+                    &cfg.strategy.intervention.hint_format,
                     cfg.run.seed,
                     &mut cb,
                 )?;

@@ -23,8 +23,12 @@ pub fn grpo_step(
     }
     let prompts: Vec<Vec<u32>> = rows
         .iter()
-        .map(|r| policy.encode_chat(&messages(&r.prompt)))
-        .collect::<std::result::Result<_, _>>()?;
+        .map(|r| {
+            let mut ids = policy.encode_chat(&messages(&r.prompt))?;
+            ids.extend_from_slice(&r.context_ids);
+            Ok(ids)
+        })
+        .collect::<Result<_>>()?;
     let completions: Vec<Vec<u32>> = rows.iter().map(|r| r.completion_ids.clone()).collect();
     let t = completions.iter().map(Vec::len).max().unwrap_or(0).max(1);
     let b = rows.len();

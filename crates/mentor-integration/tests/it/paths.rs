@@ -133,6 +133,40 @@ fn each_assembly_and_credit_mode_produces_the_right_rows() {
 }
 
 #[test]
+fn prefix_credit_can_also_train_the_hinted_group_in_its_own_context() {
+    let v = MathVerifier::default();
+    let tasks = [task("a", "12"), task("b", "7")];
+    let steps: Vec<u32> = "Step one. ".bytes().map(u32::from).collect();
+    for assembly in [Assembly::Replace, Assembly::Augment, Assembly::Nurl { keep_unhinted: 1 }] {
+        let mut policy = Scripted::new(&[("a", 3), ("b", 0)]);
+        let gs = groups(&mut policy, &tasks, 4);
+        let mut c = cfg(assembly, Credit::Prefix);
+        c.start_level = level(3);
+        c.hinted_in_context = true;
+        let out = mentor_arm(c).process(gs, &mut policy, &v, None).unwrap();
+        let rows = &out.rows;
+        // The in-context copy is one extra group after all others.
+        let last = rows.iter().map(|r| r.group).max().unwrap();
+        let copy: Vec<_> = rows.iter().filter(|r| r.group == last).collect();
+        assert_eq!(copy.len(), 4, "{assembly:?}");
+        for r in &copy {
+            assert!(r.prompt.last().unwrap().content.contains("Hint: [L3]"));
+            assert_eq!(r.context_ids, steps, "the hint's steps are context, not loss");
+            assert!(!r.completion_ids.starts_with(&steps));
+        }
+        let sum: f64 = copy.iter().map(|r| r.advantage).sum();
+        assert!(sum.abs() < 1e-9, "group-relative advantages: {sum}");
+        // The prefix rows are as without the option.
+        let prefix_rows: Vec<_> = rows.iter().filter(|r| r.group != last && r.hint_level.is_some()).collect();
+        assert!(!prefix_rows.is_empty());
+        for r in prefix_rows {
+            assert!(r.completion_ids.starts_with(&steps) && r.context_ids.is_empty());
+            assert_eq!(r.advantage, r.reward);
+        }
+    }
+}
+
+#[test]
 fn collapse_events_gate_the_on_event_trigger() {
     let v = MathVerifier::default();
     let mut policy = Scripted::new(&[("a", 1), ("b", 0), ("c", 0), ("d", 0)]);

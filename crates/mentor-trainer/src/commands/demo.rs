@@ -49,7 +49,9 @@ struct Job {
 fn key_of(cfg: &TrainConfig) -> Result<String> {
     // What pretraining reads, not the RL schedule.
     let operands = (&cfg.curriculum.operands, &cfg.curriculum.full_operand_levels);
-    let shaping = (&cfg.model, &cfg.pretrain, operands, &cfg.mentor.prompts, env!("CARGO_PKG_VERSION"));
+    let format = &cfg.strategy.intervention.hint_format;
+    let shaping =
+        (&cfg.model, &cfg.pretrain, operands, &cfg.mentor.prompts, format, env!("CARGO_PKG_VERSION"));
     let text = serde_json::to_string(&shaping)?;
     Ok(format!("{:x}", Sha256::digest(text.as_bytes())))
 }
@@ -201,15 +203,25 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
             eprintln!("pretrain step {s}/{n}: loss {l:.3}");
         }
     };
-    let loss = pretrain(&policy, &cfg.pretrain, &cfg.curriculum, &p, 0, &mut cb)?;
+    let format = &cfg.strategy.intervention.hint_format;
+    let loss = pretrain(&policy, &cfg.pretrain, &cfg.curriculum, &p, format, 0, &mut cb)?;
     pb.finish_and_clear();
     let hard = cfg.curriculum.schedule.last().map_or(4, |p| p.level);
     let mut levels: Vec<u32> = cfg.pretrain.unhinted_levels.clone();
     levels.push(hard);
     levels.sort_unstable();
     levels.dedup();
-    let probe =
-        probe(&policy, &cfg.curriculum, &p, &levels, &[0, 1, 2, 3], 100, 0, cfg.sampling.max_new_tokens)?;
+    let probe = probe(
+        &policy,
+        &cfg.curriculum,
+        &p,
+        format,
+        &levels,
+        &[0, 1, 2, 3],
+        100,
+        0,
+        cfg.sampling.max_new_tokens,
+    )?;
     policy.save(&dir)?;
     let meta = PretrainMeta { key, loss, seconds: t0.elapsed().as_secs_f64(), probe };
     crate::jsonl::write_json(&meta_path, &meta)?;
