@@ -10,7 +10,7 @@
 use candle_core::{Device, Tensor, Var};
 
 use crate::advantage::group_advantages;
-use crate::config::GrpoConfig;
+use crate::config::{GrpoConfig, LossType};
 use crate::error::{Error, Result};
 use crate::loss::{grpo_loss, mask_tokens, LossInputs, LossScale, LossStats};
 use crate::masking::mask_truncated;
@@ -119,16 +119,18 @@ impl Updater {
             Some(a) => a.clone(),
             None => group_advantages(&batch.rewards, &batch.group_ids, cfg.scale_rewards)?.advantages,
         };
-        // Nothing to learn from this batch: without a KL term and with the ratio exactly 1
-        // (on-policy, one iteration, no behaviour log-probs) every per-token loss is
-        // `-ratio * 0 = 0`, so every gradient is zero whatever the log-probs are. The forward
-        // and backward passes are skipped (a collapsed vanilla step costs only its rollouts);
-        // the optimizer still steps on zero gradients, so its moments decay exactly as if the
-        // passes had run. Clip metrics are 0 (ratio 1); the entropy metric is not computed.
-        let zero_signal = cfg.beta == 0.0
-            && batch.old_logps.is_none()
-            && cfg.num_iterations == 1
-            && adv.iter().all(|a| *a == 0.0);
+        // Rows with a zero advantage carry no gradient when there is no KL term and the ratio is
+        // exactly 1 (on-policy, one iteration, no behaviour log-probs): their per-token loss is
+        // `-ratio * 0 = 0` whatever the log-probs are. When every row is such a row (a collapsed
+        // vanilla step) the forward and backward passes are skipped for any loss type; the
+        // optimizer still steps on zero gradients, so its moments decay exactly as if the passes
+        // had run. With the `dapo` loss, whose normaliser is the whole window's token count, the
+        // zero rows are also left out of the passes of a mixed batch (the loss and gradient are
+        // unchanged). Either way the clip metrics are 0 (ratio 1), the token count covers every
+        // row, and an entropy metric covers only the rows that were passed.
+        let inert = cfg.beta == 0.0 && batch.old_logps.is_none() && cfg.num_iterations == 1;
+        let live: Vec<bool> = adv.iter().map(|a| !inert || *a != 0.0).collect();
+        let drop_rows = inert && (cfg.loss_type == LossType::Dapo || live.iter().all(|l| !l));
         let adv = Tensor::from_vec(adv, b, &device)?;
         let mask = if cfg.mask_truncated_completions {
             mask_truncated(&batch.mask, &batch.truncated)?
@@ -149,13 +151,14 @@ impl Updater {
         let (mut loss_sum, mut norm_sum, mut lr, mut applied, mut skipped) = (0.0, 0.0, 0.0, 0usize, 0usize);
         for _ in 0..cfg.num_iterations {
             let mut step_loss = 0.0;
-            for rows in &micro {
-                let idx = index(rows, &device)?;
-                let pick = |x: &Tensor| -> Result<Tensor> { Ok(x.index_select(&idx, 0)?) };
-                if zero_signal {
+            for all in &micro {
+                let rows: Vec<usize> =
+                    if drop_rows { all.iter().copied().filter(|&i| live[i]).collect() } else { all.clone() };
+                let tokens = mask_tokens(&mask.index_select(&index(all, &device)?, 0)?)?;
+                if rows.is_empty() {
                     acc.add_zeros()?;
                     stats.push(LossStats {
-                        tokens: mask_tokens(&pick(&mask)?)?,
+                        tokens,
                         kl: None,
                         entropy: None,
                         clip_ratio_low: 0.0,
@@ -164,6 +167,9 @@ impl Updater {
                     });
                     continue;
                 }
+                let rows = rows.as_slice();
+                let idx = index(rows, &device)?;
+                let pick = |x: &Tensor| -> Result<Tensor> { Ok(x.index_select(&idx, 0)?) };
                 let out = call(rows)?;
                 let old_mb = old.as_ref().map(pick).transpose()?;
                 let ref_mb = batch.ref_logps.as_ref().map(pick).transpose()?;
@@ -179,7 +185,7 @@ impl Updater {
                 let loss = grpo_loss(cfg, &inputs, scale)?;
                 step_loss += loss.loss.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
                 acc.backward(&loss.loss)?;
-                stats.push(loss.stats);
+                stats.push(LossStats { tokens, ..loss.stats });
             }
             let mut grads = acc.take();
             let report = self.optimizer.step(&mut grads)?;

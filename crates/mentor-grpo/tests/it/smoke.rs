@@ -247,3 +247,55 @@ fn an_all_zero_advantage_step_skips_the_passes_and_matches_the_full_computation(
     assert_eq!(calls, [0, 1], "the zero step computed no log-probs; the forced one did");
     assert_eq!(values(&policies[0]), values(&policies[1]));
 }
+
+/// With the `dapo` loss, rows whose advantage is zero are left out of the passes of a mixed
+/// batch; the update equals the full computation (up to float summation order).
+#[test]
+fn zero_advantage_rows_are_left_out_of_a_dapo_update_without_changing_it() {
+    let config = GrpoConfig {
+        learning_rate: 0.05,
+        lr_scheduler_type: LrSchedulerType::Constant,
+        max_completion_length: MAX_LEN,
+        ..GrpoConfig::default()
+    };
+    assert_eq!(config.loss_type, LossType::Dapo);
+    let mut rng = Rng(0xACE);
+    let policies = [Policy::new(&mut Rng(11)), Policy::new(&mut Rng(11))];
+    let mut r = sample(&policies[0], &mut rng);
+    let n = r.batch.rewards.len();
+    let adv: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { (i as f64 - 10.0) / 7.0 } else { 0.0 }).collect();
+    r.batch.advantages = Some(adv.clone());
+    let mut seen: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+    let mut losses = [0.0; 2];
+    for (i, policy) in policies.iter().enumerate() {
+        let mut updater = Updater::new(config.clone(), policy.vars(), 1).unwrap();
+        let mut batch = r.batch.clone();
+        if i == 1 {
+            batch.old_logps = Some(policy.token_logps(&r.prompts, &r.tokens).unwrap().detach());
+        }
+        let m = updater
+            .update(&batch, |rows: &[usize]| -> candle_core::Result<PolicyOutput> {
+                seen[i].extend_from_slice(rows);
+                let idx = Tensor::from_vec(
+                    rows.iter().map(|&i| i as u32).collect::<Vec<_>>(),
+                    rows.len(),
+                    &Device::Cpu,
+                )?;
+                let p: Vec<u32> = rows.iter().map(|&i| r.prompts[i]).collect();
+                let logps = policy.token_logps(&p, &r.tokens.index_select(&idx, 0)?)?;
+                Ok(PolicyOutput { logps, entropies: None })
+            })
+            .unwrap();
+        let all_tokens: f32 = r.batch.mask.sum_all().unwrap().to_scalar().unwrap();
+        assert_eq!(m.num_tokens, f64::from(all_tokens), "the token count covers every row");
+        losses[i] = m.loss;
+    }
+    let live: Vec<usize> = (0..n).filter(|&i| adv[i] != 0.0).collect();
+    assert_eq!(seen[0], live, "only rows with a non-zero advantage were passed");
+    assert_eq!(seen[1], (0..n).collect::<Vec<_>>());
+    assert!((losses[0] - losses[1]).abs() < 1e-6, "{losses:?}");
+    for (a, b) in policies[0].vars().iter().zip(policies[1].vars()) {
+        let d = (a.as_tensor() - b.as_tensor()).unwrap().abs().unwrap().max_all().unwrap();
+        assert!(d.to_scalar::<f32>().unwrap() < 1e-6);
+    }
+}
