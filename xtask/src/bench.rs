@@ -1,6 +1,6 @@
 //! `cargo xtask bench <target>`: each crate's comparison bench, with its peer installed into a
-//! private venv from hash-pinned requirements, run in release mode. Numbers go to stdout; copy
-//! them into `docs/PERFORMANCE.md`.
+//! private venv from hash-pinned requirements, run in release mode. Numbers go to stdout (the policy bench also writes
+//! `<target>/bench/policy_vs_torch.json`); copy them into `docs/PERFORMANCE.md`.
 
 use anyhow::Result;
 use clap::ValueEnum;
@@ -15,8 +15,9 @@ pub enum Target {
     /// mentor-verify-code: HumanEval programs/min in the sandbox vs native `python3 -I -S`
     /// subprocesses, 1 and 2 workers, plus the compile-cache hit time.
     Code,
-    /// mentor-policy: generation tok/s at batch 1, 8, 32, trained tok/s, and the batch-1
-    /// memory-bandwidth bound, on the SmolLM2 GGUF.
+    /// mentor-policy vs PyTorch 2.15 + transformers 5.24 on the same SmolLM2 GGUF: generation
+    /// tok/s at batch 1, 8, 32, trained tok/s, and the batch-1 memory-bandwidth bound, with the
+    /// ratios (`--threads N` sets both sides' thread count; default: all cores).
     Policy,
 }
 
@@ -59,15 +60,6 @@ pub fn run_bench(target: Target, extra: &[String]) -> Result<()> {
                 "the code bench",
             )
         }
-        Target::Policy => {
-            eprintln!("==> bench policy: release build and run on the SmolLM2 GGUF");
-            run(
-                cargo()
-                    .args(["run", "--release", "-p", "mentor-policy", "--example", "bench", "--"])
-                    .env(mentor_core::assets::HOME_VAR, dir.root())
-                    .args(extra),
-                "the policy bench",
-            )
-        }
+        Target::Policy => crate::bench_policy::run(&dir, extra),
     }
 }

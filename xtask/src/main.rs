@@ -12,6 +12,7 @@
 
 mod assets;
 mod bench;
+mod bench_policy;
 mod datasets;
 mod hashing;
 mod process;
