@@ -3,10 +3,12 @@
 //! building a sandbox from the compile cache.
 //!
 //! ```text
-//! cargo run --release -p mentor-verify-code --example bench -- [--rounds N] [--cold]
+//! cargo run --release -p mentor-verify-code --example bench -- [--rounds N] [--cold] [--breakdown]
 //! ```
-//! `--cold` also measures compiling the runtime without a cache (10–60 s). Prints a markdown
-//! table on stdout.
+//! `--cold` also measures compiling the runtime without a cache (10–60 s). `--breakdown` first
+//! times single executions one by one (an empty program, a small HumanEval program, and the
+//! distribution over the 164 programs, run and judged) to show where the time goes. Prints
+//! markdown tables on stdout.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -69,6 +71,73 @@ fn native(program: &str) -> BoxResult<()> {
     Ok(())
 }
 
+const SMALL: &str = "from typing import List\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n    for i, a in enumerate(numbers):\n        for j, b in enumerate(numbers):\n            if i != j and abs(a - b) < threshold:\n                return True\n    return False\n\ndef check(candidate):\n    assert candidate([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True\n    assert candidate([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.05) == False\n    assert candidate([1.0, 2.0, 5.9, 4.0, 5.0], 0.95) == True\n    assert candidate([1.1, 2.2, 3.1, 4.1, 5.1], 1.0) == True\ncheck(has_close_elements)\n";
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Median, 90th percentile and maximum of `times` (sorted in place), in ms.
+fn spread(times: &mut [Duration]) -> String {
+    times.sort();
+    let n = times.len();
+    if n == 0 {
+        return "-".into();
+    }
+    let total: Duration = times.iter().sum();
+    format!(
+        "median {:.2} ms, p90 {:.2}, max {:.2}, mean {:.2}",
+        ms(times[n / 2]),
+        ms(times[(n * 9) / 10]),
+        ms(times[n - 1]),
+        ms(total) / n as f64
+    )
+}
+
+/// Single executions, one at a time, on one worker: where the time goes.
+fn breakdown(sb: &Sandbox, tasks: &[Task], progs: &[String]) -> BoxResult<()> {
+    println!("| single executions (1 worker, sequential) | time |\n|---|---|");
+    for (name, code) in [("empty program (`pass`)", "pass"), ("small HumanEval program (spike's)", SMALL)] {
+        let mut times = Vec::new();
+        for _ in 0..50 {
+            let t0 = Instant::now();
+            sb.run_blocking(code, b"")?;
+            times.push(t0.elapsed());
+        }
+        println!("| run: {name} | {} |", spread(&mut times));
+    }
+    let mut times = Vec::new();
+    let mut slow = Vec::new();
+    for (t, p) in tasks.iter().zip(progs) {
+        let t0 = Instant::now();
+        sb.run_blocking(p, b"")?;
+        let d = t0.elapsed();
+        times.push(d);
+        slow.push((d, t.id.clone()));
+    }
+    println!("| run: the 164 HumanEval programs | {} |", spread(&mut times));
+    slow.sort();
+    let top: Vec<String> =
+        slow.iter().rev().take(5).map(|(d, id)| format!("{id} {:.1} ms", ms(*d))).collect();
+    println!("| run: slowest | {} |", top.join(", "));
+    let verifier = CodeVerifier::new(sb, VerifierConfig::default());
+    let mut times = Vec::new();
+    let mut slow = Vec::new();
+    for t in tasks {
+        let t0 = Instant::now();
+        verifier.verify(t, t.reference_solution().unwrap_or(""))?;
+        let d = t0.elapsed();
+        times.push(d);
+        slow.push((d, t.id.clone()));
+    }
+    println!("| verify: the 164 HumanEval tasks | {} |", spread(&mut times));
+    slow.sort();
+    let top: Vec<String> =
+        slow.iter().rev().take(5).map(|(d, id)| format!("{id} {:.1} ms", ms(*d))).collect();
+    println!("| verify: slowest | {} |\n", top.join(", "));
+    Ok(())
+}
+
 fn per_min(n: usize, d: Duration) -> f64 {
     n as f64 / d.as_secs_f64() * 60.0
 }
@@ -82,6 +151,7 @@ fn main() -> BoxResult<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
     let cold = args.iter().any(|a| a == "--cold");
+    let want_breakdown = args.iter().any(|a| a == "--breakdown");
     let assets = AssetDir::resolve(|k| std::env::var(k).ok()).ok_or("set HOME or MENTOR_HOME")?;
     let data = std::env::var_os("MENTOR_DATASETS")
         .map(std::path::PathBuf::from)
@@ -89,6 +159,10 @@ fn main() -> BoxResult<()> {
     let tasks = mentor_core::datasets::load_humaneval(&data.join("humaneval/HumanEval.jsonl"))?;
     let progs = programs(&tasks);
     let n = progs.len() * rounds;
+    if want_breakdown {
+        let sb = Sandbox::new(&SandboxConfig { concurrency: 1, ..SandboxConfig::from_assets(&assets) })?;
+        breakdown(&sb, &tasks, &progs)?;
+    }
     println!("| measurement | value |\n|---|---|");
 
     if cold {

@@ -70,10 +70,10 @@ HARNESS_SRC = r'''
 import sys as _sys
 import builtins as _builtins_mod
 import operator as _operator
-from ast import parse as _parse, unparse as _unparse, Assert as _Assert, Compare as _Compare, \
+from ast import parse as _parse, Assert as _Assert, Compare as _Compare, Tuple as _Tuple, \
     Call as _Call, Name as _Name, Expr as _Expr, Load as _Load, Module as _Module, \
     Expression as _Expression, FunctionDef as _FunctionDef, NodeTransformer as _NodeTransformer, \
-    walk as _walk, fix_missing_locations as _fix, increment_lineno as _increment_lineno, copy_location as _copy_location, Eq as _EqOp, NotEq, Lt, LtE, Gt, GtE, Is, IsNot, In, NotIn
+    walk as _walk, increment_lineno as _increment_lineno, copy_location as _copy_location, Eq as _EqOp, NotEq, Lt, LtE, Gt, GtE, Is, IsNot, In, NotIn
 from json import loads as _loads
 
 try:
@@ -100,6 +100,8 @@ _contains = _operator.contains
 _OPS = {_EqOp: _operator.eq, NotEq: _operator.ne, Lt: _operator.lt, LtE: _operator.le, Gt: _operator.gt,
         GtE: _operator.ge, Is: _operator.is_, IsNot: _operator.is_not, In: _contains}
 _is = _operator.is_
+_values = _operator.methodcaller("values")
+from itertools import chain as _chain
 from collections import Counter as _Counter, OrderedDict as _OrderedDict, defaultdict as _defaultdict, \
     deque as _deque
 from fractions import Fraction as _Fraction
@@ -226,13 +228,34 @@ def _builtin_targets(body):
     return frozenset()
 
 
-def _compile_tests(body, checker_name):
+def _segment(lines, node):
+    """The source text of `node` (its positions are UTF-8 byte offsets into `lines`)."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    start, end = node.col_offset, node.end_col_offset
+    if first == last:
+        return lines[first].encode()[start:end].decode("utf-8", "replace")
+    parts = [lines[first].encode()[start:].decode("utf-8", "replace")]
+    parts.extend(lines[first + 1 : last])
+    parts.append(lines[last].encode()[:end].decode("utf-8", "replace"))
+    return "\n".join(parts)
+
+
+def _compile_tests(body, checker_name, lines):
     """A top-level `assert a OP b` is evaluated by the harness (both sides separately, for
     feedback); any other statement runs with its nested asserts rewritten into calls of the
-    private checker. Statements without an assert are setup steps, not tests."""
+    private checker. Statements without an assert are setup steps, not tests.
+
+    Cost matters here (it runs for every judged program): parsed nodes already carry their
+    source locations and every node made here copies one, so nothing walks whole trees to fix
+    locations; both sides of a comparison compile into one code object (a 2-tuple); the
+    failing test's input is the source text of the call's arguments, not an unparse; and only
+    statements whose source mentions `assert` are walked and rewritten."""
 
     class Rewrite(_NodeTransformer):
+        found = False
+
         def visit_Assert(self, node):
+            self.found = True
             name = _copy_location(_Name(id=checker_name, ctx=_Load()), node)
             call = _copy_location(_Call(func=name, args=[node.test], keywords=[]), node)
             return _copy_location(_Expr(value=call), node)
@@ -246,18 +269,22 @@ def _compile_tests(body, checker_name):
             if op is not None:
                 item["kind"] = "compare"
                 item["op"] = op
-                item["left"] = compile(_fix(_Expression(body=left)), "<test>", "eval")
-                item["right"] = compile(_fix(_Expression(body=right)), "<test>", "eval")
+                pair = _copy_location(_Tuple(elts=[left, right], ctx=_Load()), stmt.test)
+                item["pair"] = compile(_Expression(body=pair), "<test>", "eval")
                 call = left if type(left) is _Call else (right if type(right) is _Call else None)
                 item["swap"] = call is not None and call is right
                 if call is not None:
-                    parts = [_unparse(a) for a in call.args] + [_unparse(k) for k in call.keywords]
+                    parts = [_segment(lines, a) for a in call.args] + [_segment(lines, k) for k in call.keywords]
                     item["input"] = ", ".join(parts)
         if item["kind"] == "exec":
             stmts = stmt.body if type(stmt) is _Module else [stmt]
-            has_assert = any(type(n) is _Assert for s in stmts for n in _walk(s))
-            node = _fix(Rewrite().visit(_Module(body=stmts, type_ignores=[])))
-            item["code"] = compile(node, "<test>", "exec")
+            module = _Module(body=stmts, type_ignores=[])
+            has_assert = False
+            if "assert" in src:
+                rewrite = Rewrite()
+                module = rewrite.visit(module)
+                has_assert = rewrite.found
+            item["code"] = compile(module, "<test>", "exec")
             if not has_assert:
                 item["kind"] = "setup"
         tests.append(item)
@@ -312,6 +339,7 @@ def main(request, progress):
             raise AssertFail()
 
     snap = []
+    fast = []
 
     def snapshot():
         mods = _sys.modules
@@ -323,11 +351,37 @@ def main(request, progress):
         for cls in _WATCH_CLASSES:
             d = cls.__dict__
             snap.append((_type_name(cls), None, d, len(d), tuple(d.keys()), tuple(d.values())))
+        # The same, flattened for `intact`'s fast path: one C-level pass instead of a Python
+        # loop per module.
+        fast.append(tuple([x[0] for x in snap if x[1] is not None]))
+        fast.append(tuple([x[1] for x in snap if x[1] is not None]))
+        fast.append(tuple([x[2] for x in snap]))
+        fast.append([x[3] for x in snap])
+        fast.append(tuple(_chain.from_iterable([x[5] for x in snap])))
+        fast.append("\0".join(_chain.from_iterable([x[4] for x in snap])))
+
+    def unchanged():
+        """Whether every watched module is still in place with exactly the same keys (as
+        text, in order) bound to the same objects (by identity). Only C functions run: `is`
+        on objects, `==` on exact ints and exact strs. Any error counts as a change."""
+        names, modules, dicts, lens, vals, keys = fast
+        mods = _sys.modules
+        try:
+            return (
+                all(map(_is, map(mods.get, names), modules))
+                and list(map(len, dicts)) == lens
+                and all(map(_is, _chain.from_iterable(map(_values, dicts)), vals))
+                and "\0".join(_chain.from_iterable(dicts)) == keys
+            )
+        except BaseException:
+            return False
 
     def intact():
         """The name of the first watched module or class that was patched or replaced, else None.
         A key whose value was None and is now a module is a stdlib lazy import (`global heapq`
         in `Counter.most_common`), not a patch; new keys cannot change what the tests see."""
+        if unchanged():
+            return None
         mods = _sys.modules
         for name, m, d, n, keys, vals in snap:
             if m is not None and mods.get(name) is not m:
@@ -380,8 +434,7 @@ def main(request, progress):
         """None on pass; ("wrong", (expected, actual)), ("error", info) or ("tamper", why)."""
         try:
             if t["kind"] == "compare":
-                left = eval(t["left"], tns)
-                right = eval(t["right"], tns)
+                left, right = eval(t["pair"], tns)
                 actual, expected = (right, left) if t["swap"] else (left, right)
                 if not (_plain(left) and _plain(right)):
                     raise Tamper("a test compared a candidate-defined object (it could define its own equality)")
@@ -412,8 +465,8 @@ def main(request, progress):
         sources["<candidate>"] = program.split("\n")
         checker_name = "__mentor_check__"
         module_stmts, body, param = _split_tests(kind, req, sources)
-        pre = [compile(_fix(_Module(body=[s], type_ignores=[])), "<test>", "exec") for s in module_stmts]
-        tests = _compile_tests(body, checker_name)
+        pre = [compile(_Module(body=[s], type_ignores=[]), "<test>", "exec") for s in module_stmts]
+        tests = _compile_tests(body, checker_name, sources["<test>"])
         keep = _builtin_targets(body) if kind == "mbpp" else frozenset()
         setup_code = compile(setup, "<setup>", "exec")
         after_code = compile(req.get("after", ""), "<setup>", "exec")

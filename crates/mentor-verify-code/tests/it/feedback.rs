@@ -37,6 +37,41 @@ fn wrong_answer_reports_input_expected_actual() {
 }
 
 #[test]
+fn failing_input_is_the_tests_own_argument_text() {
+    // Non-ASCII text before and inside the arguments (AST offsets count UTF-8 bytes), a keyword
+    // argument, and a call spread over lines in a multi-statement test.
+    let task =
+        mbpp(&["assert rep('é', n=2) == 'éé'", "x = 'ü'\nassert rep(x + 'ß',\n           n=1) == 'üß!'"]);
+    let v = verifier().verify(&task, "def rep(s, n):\n    return s * n + ('!' if n == 2 else '')").unwrap();
+    let f = code(&v).failed_test.clone().unwrap();
+    assert_eq!((f.index, f.input.as_deref()), (0, Some("'é', n=2")));
+    assert_eq!(f.actual.as_deref(), Some("'éé!'"));
+    let task = humaneval_task(
+        "def check(candidate):\n    assert candidate(\n        'ßß', n=3\n    ) == 'ß' * 6\n    assert candidate('a', n=1) == 'a'\n",
+    );
+    let v = verifier().verify(&task, "    return s * 2\n").unwrap();
+    let f = code(&v).failed_test.clone().unwrap_or_else(|| panic!("{:?}", code(&v)));
+    assert_eq!((f.index, f.input.as_deref()), (0, Some("'ßß', n=3")));
+    assert_eq!((f.expected.as_deref(), f.actual.as_deref()), (Some("'ßßßßßß'"), Some("'ßßßß'")));
+}
+
+fn humaneval_task(test: &str) -> Task {
+    Task {
+        id: "he/rep".into(),
+        prompt: Vec::new(),
+        payload: Payload::Code(CodePayload {
+            harness: CodeHarness::HumanEval {
+                prompt: "def rep(s, n):\n".into(),
+                test: test.into(),
+                entry_point: "rep".into(),
+            },
+            reference_solution: None,
+        }),
+        meta: TaskMeta::default(),
+    }
+}
+
+#[test]
 fn partial_credit_is_opt_in() {
     let task = mbpp(&[
         "assert add(1, 2) == 3",
