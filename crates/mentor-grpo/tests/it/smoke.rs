@@ -69,6 +69,20 @@ impl Policy {
     fn token_logps(&self, prompts: &[u32], tokens: &Tensor) -> candle_core::Result<Tensor> {
         self.log_probs(prompts)?.gather(&tokens.unsqueeze(D::Minus1)?, D::Minus1)?.squeeze(D::Minus1)
     }
+
+    /// What `Updater::update` asks for: the log-probs of the batch rows `rows`.
+    fn rows_output(
+        &self,
+        prompts: &[u32],
+        tokens: &Tensor,
+        rows: &[usize],
+    ) -> candle_core::Result<PolicyOutput> {
+        let idx =
+            Tensor::from_vec(rows.iter().map(|&i| i as u32).collect::<Vec<_>>(), rows.len(), &Device::Cpu)?;
+        let p: Vec<u32> = rows.iter().map(|&i| prompts[i]).collect();
+        let logps = self.token_logps(&p, &tokens.index_select(&idx, 0)?)?;
+        Ok(PolicyOutput { logps, entropies: None })
+    }
 }
 
 struct Rollout {
@@ -133,14 +147,7 @@ fn train(config: GrpoConfig, steps: usize, with_reference: bool) -> Vec<f64> {
         let tokens = r.tokens.clone();
         let metrics = updater
             .update(&r.batch, |rows: &[usize]| -> candle_core::Result<PolicyOutput> {
-                let idx = Tensor::from_vec(
-                    rows.iter().map(|&i| i as u32).collect::<Vec<_>>(),
-                    rows.len(),
-                    &Device::Cpu,
-                )?;
-                let p: Vec<u32> = rows.iter().map(|&i| prompts[i]).collect();
-                let logps = policy.token_logps(&p, &tokens.index_select(&idx, 0)?)?;
-                Ok(PolicyOutput { logps, entropies: None })
+                policy.rows_output(&prompts, &tokens, rows)
             })
             .unwrap();
         assert!(metrics.grad_norm.is_finite());
@@ -226,14 +233,7 @@ fn an_all_zero_advantage_step_skips_the_passes_and_matches_the_full_computation(
                     if step == 1 {
                         calls[i] += 1;
                     }
-                    let idx = Tensor::from_vec(
-                        rows.iter().map(|&i| i as u32).collect::<Vec<_>>(),
-                        rows.len(),
-                        &Device::Cpu,
-                    )?;
-                    let p: Vec<u32> = rows.iter().map(|&i| r.prompts[i]).collect();
-                    let logps = policy.token_logps(&p, &r.tokens.index_select(&idx, 0)?)?;
-                    Ok(PolicyOutput { logps, entropies: None })
+                    policy.rows_output(&r.prompts, &r.tokens, rows)
                 })
                 .unwrap();
             assert_eq!(m.optimizer_steps, 1);
@@ -276,14 +276,7 @@ fn zero_advantage_rows_are_left_out_of_a_dapo_update_without_changing_it() {
         let m = updater
             .update(&batch, |rows: &[usize]| -> candle_core::Result<PolicyOutput> {
                 seen[i].extend_from_slice(rows);
-                let idx = Tensor::from_vec(
-                    rows.iter().map(|&i| i as u32).collect::<Vec<_>>(),
-                    rows.len(),
-                    &Device::Cpu,
-                )?;
-                let p: Vec<u32> = rows.iter().map(|&i| r.prompts[i]).collect();
-                let logps = policy.token_logps(&p, &r.tokens.index_select(&idx, 0)?)?;
-                Ok(PolicyOutput { logps, entropies: None })
+                policy.rows_output(&r.prompts, &r.tokens, rows)
             })
             .unwrap();
         let all_tokens: f32 = r.batch.mask.sum_all().unwrap().to_scalar().unwrap();
