@@ -78,6 +78,16 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// Median, 90th percentile and maximum of `times` (sorted in place), in ms.
+/// Prints the spread of per-task times and the five slowest tasks as two table rows.
+fn print_timed(kind: &str, what: &str, mut timed: Vec<(Duration, String)>) {
+    let mut times: Vec<Duration> = timed.iter().map(|(d, _)| *d).collect();
+    println!("| {kind}: {what} | {} |", spread(&mut times));
+    timed.sort();
+    let top: Vec<String> =
+        timed.iter().rev().take(5).map(|(d, id)| format!("{id} {:.1} ms", ms(*d))).collect();
+    println!("| {kind}: slowest | {} |", top.join(", "));
+}
+
 fn spread(times: &mut [Duration]) -> String {
     times.sort();
     let n = times.len();
@@ -106,35 +116,22 @@ fn breakdown(sb: &Sandbox, tasks: &[Task], progs: &[String]) -> BoxResult<()> {
         }
         println!("| run: {name} | {} |", spread(&mut times));
     }
-    let mut times = Vec::new();
-    let mut slow = Vec::new();
+    let mut timed = Vec::new();
     for (t, p) in tasks.iter().zip(progs) {
         let t0 = Instant::now();
         sb.run_blocking(p, b"")?;
-        let d = t0.elapsed();
-        times.push(d);
-        slow.push((d, t.id.clone()));
+        timed.push((t0.elapsed(), t.id.clone()));
     }
-    println!("| run: the 164 HumanEval programs | {} |", spread(&mut times));
-    slow.sort();
-    let top: Vec<String> =
-        slow.iter().rev().take(5).map(|(d, id)| format!("{id} {:.1} ms", ms(*d))).collect();
-    println!("| run: slowest | {} |", top.join(", "));
+    print_timed("run", "the 164 HumanEval programs", timed);
     let verifier = CodeVerifier::new(sb, VerifierConfig::default());
-    let mut times = Vec::new();
-    let mut slow = Vec::new();
+    let mut timed = Vec::new();
     for t in tasks {
         let t0 = Instant::now();
         verifier.verify(t, t.reference_solution().unwrap_or(""))?;
-        let d = t0.elapsed();
-        times.push(d);
-        slow.push((d, t.id.clone()));
+        timed.push((t0.elapsed(), t.id.clone()));
     }
-    println!("| verify: the 164 HumanEval tasks | {} |", spread(&mut times));
-    slow.sort();
-    let top: Vec<String> =
-        slow.iter().rev().take(5).map(|(d, id)| format!("{id} {:.1} ms", ms(*d))).collect();
-    println!("| verify: slowest | {} |\n", top.join(", "));
+    print_timed("verify", "the 164 HumanEval tasks", timed);
+    println!();
     Ok(())
 }
 
