@@ -3,8 +3,10 @@
 //! building a sandbox from the compile cache.
 //!
 //! ```text
-//! cargo run --release -p mentor-verify-code --example bench -- [--rounds N] [--cold] [--breakdown]
+//! cargo run --release -p mentor-verify-code --example bench -- [--rounds N] [--cold] [--breakdown] [--python PATH]
 //! ```
+//! The native side runs `--python PATH`, by default the real executable behind `python3` (not a
+//! version manager's shim).
 //! `--cold` also measures compiling the runtime without a cache (10–60 s). `--breakdown` first
 //! times single executions one by one (an empty program, a small HumanEval program, and the
 //! distribution over the 164 programs, run and judged) to show where the time goes. Prints
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use mentor_core::assets::AssetDir;
 use mentor_core::{CodeHarness, Payload, Task, Verifier};
-use mentor_verify_code::{CodeVerifier, Exit, Sandbox, SandboxConfig, VerifierConfig};
+use mentor_verify_code::{CodeVerifier, Exit, Sandbox, SandboxConfig, SlotReset, VerifierConfig};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -63,8 +65,27 @@ fn parallel(n: usize, workers: usize, job: impl Fn(usize) -> BoxResult<()> + Syn
     Ok(t0.elapsed())
 }
 
-fn native(program: &str) -> BoxResult<()> {
-    let out = Command::new("python3").args(["-I", "-S", "-c", program]).stdin(Stdio::null()).output()?;
+/// The interpreter the native side runs: `--python PATH`, else the real executable behind
+/// `python3` on `PATH`. Version managers (pyenv, asdf) put a shell-script shim there that costs
+/// far more than the interpreter's own start-up (measured: ~270 ms against ~35 ms per run), so
+/// timing the shim would flatter the sandbox.
+fn native_python(args: &[String]) -> BoxResult<String> {
+    if let Some(p) = args.iter().position(|a| a == "--python").and_then(|i| args.get(i + 1)) {
+        return Ok(p.clone());
+    }
+    let out = Command::new("python3")
+        .args(["-I", "-S", "-c", "import sys; print(sys.executable)"])
+        .stdin(Stdio::null())
+        .output()?;
+    let exe = String::from_utf8(out.stdout)?.trim().to_owned();
+    if !out.status.success() || exe.is_empty() {
+        return Err("`python3` on PATH did not report its executable: pass --python PATH".into());
+    }
+    Ok(exe)
+}
+
+fn native(python: &str, program: &str) -> BoxResult<()> {
+    let out = Command::new(python).args(["-I", "-S", "-c", program]).stdin(Stdio::null()).output()?;
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
     }
@@ -104,8 +125,68 @@ fn spread(times: &mut [Duration]) -> String {
     )
 }
 
+/// The ways of resetting a used pool slot (`SandboxConfig::slot_reset`), interleaved round by
+/// round on one worker each so drift in the machine's load falls on all alike: an empty
+/// program, the spike's small program, and the 164 HumanEval tasks run whole and judged.
+/// Prints the time and the page faults per execution (Linux).
+fn slot_reset_ab(assets: &AssetDir, tasks: &[Task], progs: &[String]) -> BoxResult<()> {
+    let ways = [
+        ("release", SlotReset::Release),
+        ("dirty pages, 1 MiB", SlotReset::DirtyPages { bytes: 1 << 20 }),
+        ("copy first 32 MiB (default)", SlotReset::CopyFirst { bytes: 32 << 20 }),
+    ];
+    let boxes = ways
+        .iter()
+        .map(|&(_, slot_reset)| {
+            Sandbox::new(&SandboxConfig { concurrency: 1, slot_reset, ..SandboxConfig::from_assets(assets) })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    println!(
+        "| slot reset, interleaved (1 worker; PAGEMAP_SCAN available: {}) | time; page faults per execution |\n|---|---|",
+        wasmtime::PoolingAllocationConfig::is_pagemap_scan_available()
+    );
+    const KINDS: [&str; 4] = ["empty program", "small program", "164 programs, run", "164 tasks, judged"];
+    let mut times = vec![[(); 4].map(|_| Vec::new()); ways.len()];
+    let mut faults = vec![[0u64; 4]; ways.len()];
+    for _ in 0..2 {
+        for ((sb, t), f) in boxes.iter().zip(&mut times).zip(&mut faults) {
+            let verifier = CodeVerifier::new(sb, VerifierConfig::default());
+            for (kind, (slot, fault)) in t.iter_mut().zip(f.iter_mut()).enumerate() {
+                let before = minor_faults();
+                let n = if kind < 2 { 20 } else { tasks.len() };
+                for i in 0..n {
+                    let t0 = Instant::now();
+                    match kind {
+                        0 => drop(sb.run_blocking("pass", b"")?),
+                        1 => drop(sb.run_blocking(SMALL, b"")?),
+                        2 => drop(sb.run_blocking(&progs[i], b"")?),
+                        _ => drop(verifier.verify(&tasks[i], tasks[i].reference_solution().unwrap_or(""))?),
+                    }
+                    slot.push(t0.elapsed());
+                }
+                *fault += minor_faults().saturating_sub(before);
+            }
+        }
+    }
+    for (((name, _), t), f) in ways.iter().zip(&mut times).zip(&faults) {
+        for ((kind, slot), fault) in KINDS.iter().zip(t.iter_mut()).zip(f) {
+            let per = fault / slot.len() as u64;
+            println!("| {name}: {kind} | {}; {per} faults |", spread(slot));
+        }
+    }
+    Ok(())
+}
+
+/// This process's minor page faults so far (Linux `/proc/self/stat`; 0 elsewhere).
+fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name: state is field 3, minflt field 10.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    rest.split_whitespace().nth(7).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
 /// Single executions, one at a time, on one worker: where the time goes.
-fn breakdown(sb: &Sandbox, tasks: &[Task], progs: &[String]) -> BoxResult<()> {
+fn breakdown(sb: &Sandbox, tasks: &[Task], progs: &[String], python: &str) -> BoxResult<()> {
     println!("| single executions (1 worker, sequential) | time |\n|---|---|");
     for (name, code) in [("empty program (`pass`)", "pass"), ("small HumanEval program (spike's)", SMALL)] {
         let mut times = Vec::new();
@@ -123,6 +204,13 @@ fn breakdown(sb: &Sandbox, tasks: &[Task], progs: &[String]) -> BoxResult<()> {
         timed.push((t0.elapsed(), t.id.clone()));
     }
     print_timed("run", "the 164 HumanEval programs", timed);
+    let mut timed = Vec::new();
+    for (t, p) in tasks.iter().zip(progs) {
+        let t0 = Instant::now();
+        native(python, p)?;
+        timed.push((t0.elapsed(), t.id.clone()));
+    }
+    print_timed("native", "the 164 HumanEval programs", timed);
     let verifier = CodeVerifier::new(sb, VerifierConfig::default());
     let mut timed = Vec::new();
     for t in tasks {
@@ -149,6 +237,11 @@ fn main() -> BoxResult<()> {
         .unwrap_or(3);
     let cold = args.iter().any(|a| a == "--cold");
     let want_breakdown = args.iter().any(|a| a == "--breakdown");
+    let python = native_python(&args)?;
+    let version = Command::new(&python)
+        .args(["-I", "-S", "-c", "import sys; print(sys.version.split()[0])"])
+        .output()?;
+    eprintln!("native side: {python} (Python {})", String::from_utf8_lossy(&version.stdout).trim());
     let assets = AssetDir::resolve(|k| std::env::var(k).ok()).ok_or("set HOME or MENTOR_HOME")?;
     let data = std::env::var_os("MENTOR_DATASETS")
         .map(std::path::PathBuf::from)
@@ -158,7 +251,10 @@ fn main() -> BoxResult<()> {
     let n = progs.len() * rounds;
     if want_breakdown {
         let sb = Sandbox::new(&SandboxConfig { concurrency: 1, ..SandboxConfig::from_assets(&assets) })?;
-        breakdown(&sb, &tasks, &progs)?;
+        breakdown(&sb, &tasks, &progs, &python)?;
+        drop(sb);
+        slot_reset_ab(&assets, &tasks, &progs)?;
+        println!();
     }
     println!("| measurement | value |\n|---|---|");
 
@@ -211,7 +307,7 @@ fn main() -> BoxResult<()> {
         if failed > 0 {
             return Err(format!("{failed} verdicts failed").into());
         }
-        let nat = parallel(progs.len(), workers, |i| native(&progs[i]))?;
+        let nat = parallel(progs.len(), workers, |i| native(&python, &progs[i]))?;
         let wasm_rate = per_min(n, wasm);
         let nat_rate = per_min(progs.len(), nat);
         ratios.push(wasm_rate / nat_rate);

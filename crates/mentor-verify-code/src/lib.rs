@@ -33,7 +33,7 @@ pub use compile_cache::{CacheStatus, LoadReport};
 pub use error::{Error, Result};
 pub use harness::outputs_match;
 pub use limits::Limits;
-pub use sandbox::{Execution, Exit, Sandbox, SandboxConfig};
+pub use sandbox::{Execution, Exit, Sandbox, SandboxConfig, SlotReset};
 pub use verifier::{CodeVerifier, RewardMode, VerifierConfig};
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The raw sandbox: programs, stdin, exit codes, limits, concurrency, and stdio judging.
 
 use mentor_core::{CodeHarness, CodeOutcome, CodePayload, IoCase, Payload, Task, TaskMeta, Verifier};
-use mentor_verify_code::{CacheStatus, Exit, Sandbox, SandboxConfig};
+use mentor_verify_code::{CacheStatus, Exit, Sandbox, SandboxConfig, SlotReset};
 
 use crate::{code, sandbox, short_limits, verifier};
 
@@ -57,6 +57,40 @@ fn batches_keep_input_order_and_share_nothing() {
         let e = e.unwrap();
         assert_eq!(e.exit, Exit::Code(0), "{}", String::from_utf8_lossy(&e.stderr));
         assert_eq!(String::from_utf8_lossy(&e.stdout).trim(), (3 * i).to_string());
+    }
+}
+
+#[test]
+fn every_slot_reset_gives_each_run_the_pristine_image() {
+    let assets = mentor_core::assets::AssetDir::resolve(|k| std::env::var(k).ok()).unwrap();
+    // Checks the state a previous run changed, then changes it: module and builtin attributes,
+    // a stdlib module's function, and several MiB of heap far beyond the first pages.
+    let program = "import builtins, math, json\n\
+        assert not hasattr(builtins, 'leak') and not hasattr(math, 'leak')\n\
+        assert math.sqrt(16.0) == 4.0 and json.dumps([1]) == '[1]'\n\
+        builtins.leak = math.leak = 1\n\
+        math.sqrt = lambda x: -1.0\n\
+        json.dumps = None\n\
+        junk = [bytes([i % 251]) * 4096 for i in range(4096)]\n\
+        print(len(junk))\n";
+    for slot_reset in [
+        SlotReset::Release,
+        SlotReset::DirtyPages { bytes: 1 << 20 },
+        SlotReset::CopyFirst { bytes: 32 << 20 },
+        SlotReset::CopyFirst { bytes: 4 << 20 },
+    ] {
+        let sb = Sandbox::new(&SandboxConfig {
+            concurrency: 1,
+            slot_reset,
+            ..SandboxConfig::from_assets(&assets)
+        })
+        .unwrap();
+        for round in 0..4 {
+            let e = sb.run_blocking(program, b"").unwrap();
+            let stderr = String::from_utf8_lossy(&e.stderr);
+            assert_eq!(e.exit, Exit::Code(0), "{slot_reset:?}, run {round}: {stderr}");
+            assert_eq!(e.stdout, b"4096\n", "{slot_reset:?}, run {round}");
+        }
     }
 }
 
