@@ -7,7 +7,14 @@ use anyhow::{bail, Context, Result};
 
 /// The repository root (xtask lives one level below it).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    // `cargo xtask` (`cargo run`) sets CARGO_MANIFEST_DIR for the program it runs. Prefer that to
+    // the value compiled in: one target dir shared by two checkouts (a CI clone beside a working
+    // copy) can run an xtask binary built in the other checkout, which cargo does not rebuild
+    // when the sources' paths moved but their contents did not.
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
