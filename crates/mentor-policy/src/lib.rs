@@ -44,6 +44,7 @@ pub mod generate;
 pub mod gguf;
 pub mod kernels;
 pub mod logprobs;
+pub mod matmul;
 pub mod model;
 pub mod openai;
 mod policy;
