@@ -10,8 +10,9 @@
 //! at a time meets all of `x`, so each weight row is read from memory once while the next
 //! tile's rows are prefetched; otherwise blocks of weight rows stay in L2 while `x` streams
 //! past. The weight is never copied or cached, so an optimizer that updates it in place is
-//! seen at once. Each output's sum runs in the same order whatever `M` and the row's place in
-//! the batch, so a row's result does not depend on the other rows.
+//! seen at once. Within the kernel each output's sum runs in the same order whatever `M` and
+//! the row's place in the batch ([`linear`] hands one row, and more than [`SMALL_M`], to
+//! candle's matmul, whose rounding differs).
 //!
 //! The fast path runs on x86-64 CPUs with AVX2 and FMA (detected at run time) for contiguous
 //! `f32` CPU tensors ([`supported`]); everything else (other dtypes, devices, CPUs) goes
@@ -31,12 +32,13 @@ pub fn supported(x: &Tensor, w: &Tensor) -> bool {
 pub const SMALL_M: usize = 256;
 
 /// A linear layer `x · wᵀ (+ b)` for `x` `[.., K]`, `w` `[N, K]`, `b` `[N]`: [`matmul_t`] when
-/// `x` has at most [`SMALL_M`] rows and the kernel is [`supported`], else candle's matmul
-/// (as `candle_nn::Linear`). Differentiable either way.
+/// `x` has 2 to [`SMALL_M`] rows and the kernel is [`supported`], else candle's matmul (as
+/// `candle_nn::Linear`; for one row that is gemm's matrix-vector path, which streams weights
+/// from memory faster than this kernel's single-row tiles). Differentiable either way.
 pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> candle_core::Result<Tensor> {
     let k = x.dims().last().copied().unwrap_or(0);
     let m = x.elem_count() / k.max(1);
-    if m <= SMALL_M && supported(x, w) {
+    if (2..=SMALL_M).contains(&m) && supported(x, w) {
         let y = matmul_t(x, w)?;
         match b {
             Some(b) => y.broadcast_add(b),
@@ -197,6 +199,8 @@ mod simd {
 
         /// Rows of `x` per tile.
         const MR: usize = 4;
+        /// How many tiles ahead weight rows are prefetched.
+        const PF_TILES: usize = 4;
         /// Bytes of weight rows kept in L2 while all of `x` passes over them.
         const W_BLOCK_BYTES: usize = 192 << 10;
         /// Largest `x` (bytes) streamed from L2 against one tile of weight rows.
@@ -237,7 +241,7 @@ mod simd {
                             let nr = (nb1 - j).min(NR);
                             let t =
                                 Tile { x: x.add(i * k), w: w.add(j * k), dst: dst.add(i * ldd + j), k, ldd };
-                            if small && i == 0 && nr == NR && j + 2 * NR <= n1 {
+                            if small && i == 0 && nr == NR && j + (PF_TILES + 1) * NR <= n1 {
                                 // First use of these weight rows: fetch the next tile's meanwhile.
                                 match mr {
                                     4 => tile::<4, NR, true>(t),
@@ -281,11 +285,11 @@ mod simd {
         }
 
         /// `dst[a, b] = dot(x row a, w row b)` for `a < R`, `b < C`; `PF`: also prefetch
-        /// weight rows `C..2C` into L1.
+        /// the weight rows [`PF_TILES`] tiles ahead into L1.
         ///
         /// # Safety
-        /// AVX2 and FMA must be available; `t.x` holds `R` rows, `t.w` `C` rows (`2C` with
-        /// `PF`) of `t.k` elements, and `t.dst` `R` rows of at least `C`.
+        /// AVX2 and FMA must be available; `t.x` holds `R` rows, `t.w` `C` rows (with `PF`,
+        /// `(PF_TILES + 1) * C`) of `t.k` elements, and `t.dst` `R` rows of at least `C`.
         #[target_feature(enable = "avx2,fma")]
         #[inline]
         unsafe fn tile<const R: usize, const C: usize, const PF: bool>(t: Tile) {
@@ -298,7 +302,7 @@ mod simd {
                 for (c, v) in wv.iter_mut().enumerate() {
                     *v = _mm256_loadu_ps(w.add(c * k + p));
                     if PF && p % 16 == 0 {
-                        _mm_prefetch::<_MM_HINT_T0>(w.add((C + c) * k + p) as *const i8);
+                        _mm_prefetch::<_MM_HINT_T0>(w.add((PF_TILES * C + c) * k + p) as *const i8);
                     }
                 }
                 for (r, row) in acc.iter_mut().enumerate() {
