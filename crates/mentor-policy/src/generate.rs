@@ -4,7 +4,9 @@
 //! key-padding mask ([`crate::batch`]), so a row's result does not depend on the other rows
 //! (greedy batched output equals one-at-a-time output; see the tests). The prompt is run once
 //! (prefill), then one token per step against the cache, with the fused no-grad kernels.
-//! Rows that finish keep a masked pad slot until the whole batch is done.
+//! Rows that finish keep a masked pad slot until enough of them have (an eighth of the batch):
+//! then they are dropped from the batch and its KV cache, so finished rows stop costing
+//! compute.
 
 use candle_core::{DType, Tensor};
 use rand::SeedableRng;
@@ -106,23 +108,26 @@ impl Policy {
         let (ids, valid, t) = left_pad(prompts, pad);
         let mut key_valid = valid.clone();
         let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
-        let mut cache = KvCache::new(model.config().num_hidden_layers);
+        let mut cache = KvCache::with_capacity(model.config().num_hidden_layers, t + cfg.max_new_tokens);
         let ids = Tensor::from_vec(ids, (b, t), &dev)?;
         let pos = positions(&valid, &vec![0; b], &dev)?;
         let mask = attention_mask(&key_valid, t, model.dtype(), &dev)?;
         let mut logits = model.forward(&ids, &pos, &mask, Some(&mut cache), t - 1, Kernels::Fused)?;
         let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
+        // Original row of each batch slot; shrinks as finished rows are dropped.
+        let mut active: Vec<usize> = (0..b).collect();
         for _step in 0..cfg.max_new_tokens {
             let host: Vec<Vec<f32>> = logits.squeeze(1)?.to_dtype(DType::F32)?.to_vec2()?;
-            let mut next = vec![pad; b];
-            for (r, row) in rows.iter_mut().enumerate() {
+            let mut next = vec![pad; active.len()];
+            for (slot, &r) in active.iter().enumerate() {
+                let row = &mut rows[r];
                 if row.done.is_some() {
                     continue;
                 }
-                let (id, lp) = cfg.sampler.sample(&host[r], &mut rng)?;
+                let (id, lp) = cfg.sampler.sample(&host[slot], &mut rng)?;
                 row.ids.push(id);
                 row.logprobs.push(lp);
-                next[r] = id;
+                next[slot] = id;
                 if stop_ids.contains(&id) {
                     row.done = Some(FinishReason::Stop);
                 } else if !cfg.stop_strings.is_empty() {
@@ -136,14 +141,25 @@ impl Policy {
                     row.done = Some(FinishReason::Length);
                 }
             }
-            if rows.iter().all(|r| r.done.is_some()) {
+            let running: Vec<usize> = (0..active.len()).filter(|&s| rows[active[s]].done.is_none()).collect();
+            if running.is_empty() {
                 break;
             }
-            let step_valid: Vec<Vec<bool>> = rows.iter().map(|r| vec![r.done.is_none()]).collect();
+            if (active.len() - running.len()) * 8 >= active.len() {
+                // Drop the finished rows: the rows are independent, so the others' results
+                // do not change.
+                cache.select_rows(&running)?;
+                active = running.iter().map(|&s| active[s]).collect();
+                key_valid = running.iter().map(|&s| std::mem::take(&mut key_valid[s])).collect();
+                next_pos = running.iter().map(|&s| next_pos[s]).collect();
+                next = running.iter().map(|&s| next[s]).collect();
+            }
+            let n = active.len();
+            let step_valid: Vec<Vec<bool>> = active.iter().map(|&r| vec![rows[r].done.is_none()]).collect();
             for (kv, sv) in key_valid.iter_mut().zip(&step_valid) {
                 kv.push(sv[0]);
             }
-            let ids = Tensor::from_vec(next, (b, 1), &dev)?;
+            let ids = Tensor::from_vec(next, (n, 1), &dev)?;
             let pos = positions(&step_valid, &next_pos, &dev)?;
             for (p, sv) in next_pos.iter_mut().zip(&step_valid) {
                 *p += usize::from(sv[0]);

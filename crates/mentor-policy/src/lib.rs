@@ -10,6 +10,8 @@
 //!   greedy / temperature / top-k / top-p, stop ids and strings, seeded.
 //! - [`Policy::logprobs`]: differentiable per-token log-probs (and entropy) of completions,
 //!   on CPU through the fused kernels-with-backward of [`kernels`].
+//! - [`matmul`]: the linear layers' `x · Wᵀ` for small batches (decoding) on AVX2 CPUs,
+//!   without repacking the weights on every call.
 //! - [`Policy::save`] / [`Policy::frozen_copy`]: atomic checkpoints and a KL reference.
 //! - [`Policy::char_level`]: a from-scratch model with a character tokenizer (the demo's).
 //! - [`openai::ChatService`]: OpenAI-compatible chat completions over a policy, socket-free
@@ -44,6 +46,7 @@ pub mod generate;
 pub mod gguf;
 pub mod kernels;
 pub mod logprobs;
+pub mod matmul;
 pub mod model;
 pub mod openai;
 mod policy;

@@ -14,12 +14,13 @@
 
 use std::collections::HashMap;
 
-use candle_core::{DType, Device, Module, Tensor, D};
+use candle_core::{DType, Device, Tensor, D};
 use candle_nn::Linear;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::kernels;
+use crate::matmul;
 
 /// Which kernels the forward pass uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,26 +32,106 @@ pub enum Kernels {
     Differentiable,
 }
 
-/// Per-layer keys (after RoPE) and values, `[batch, kv_heads, past_len, head_dim]` each.
+/// Per-layer keys (after RoPE) and values, `[batch, kv_heads, past_len, head_dim]` each, in
+/// buffers preallocated for a number of positions (grown by doubling when exceeded), so a
+/// decoding step writes its new keys in place instead of copying the whole cache.
 #[derive(Debug, Clone, Default)]
 pub struct KvCache {
-    layers: Vec<Option<(Tensor, Tensor)>>,
+    layers: Vec<Option<LayerCache>>,
+    /// Positions to allocate room for at the first write.
+    capacity: usize,
+}
+
+/// One layer's key and value buffers `[batch, kv_heads, capacity, head_dim]`, the first `len`
+/// positions filled.
+#[derive(Debug, Clone)]
+struct LayerCache {
+    k: Tensor,
+    v: Tensor,
+    len: usize,
+}
+
+impl LayerCache {
+    /// Appends `k`/`v` `[batch, kv_heads, t, head_dim]` (contiguous) and returns views of all
+    /// cached positions.
+    fn append(&mut self, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+        let t = k.dim(2)?;
+        let cap = self.k.dim(2)?;
+        if self.len + t > cap {
+            let cap = (2 * cap).max(self.len + t);
+            let grow = |old: &Tensor| -> Result<Tensor> {
+                let (b, h, _, d) = old.dims4()?;
+                let new = Tensor::zeros((b, h, cap, d), old.dtype(), old.device())?;
+                new.slice_set(&old.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
+                Ok(new)
+            };
+            self.k = grow(&self.k)?;
+            self.v = grow(&self.v)?;
+        }
+        self.k.slice_set(k, 2, self.len)?;
+        self.v.slice_set(v, 2, self.len)?;
+        self.len += t;
+        Ok((self.k.narrow(2, 0, self.len)?, self.v.narrow(2, 0, self.len)?))
+    }
 }
 
 impl KvCache {
     /// An empty cache for `layers` layers.
     pub fn new(layers: usize) -> Self {
-        Self { layers: vec![None; layers] }
+        Self { layers: vec![None; layers], capacity: 0 }
+    }
+
+    /// An empty cache for `layers` layers that allocates room for `positions` keys at its first
+    /// write (e.g. prompt length + new tokens), so it never has to grow.
+    pub fn with_capacity(layers: usize, positions: usize) -> Self {
+        Self { layers: vec![None; layers], capacity: positions }
     }
 
     /// Number of cached key positions (0 when empty).
     pub fn len(&self) -> usize {
-        self.layers.first().and_then(|l| l.as_ref()).map(|(k, _)| k.dims()[2]).unwrap_or(0)
+        self.layers.first().and_then(|l| l.as_ref()).map(|l| l.len).unwrap_or(0)
     }
 
     /// Whether nothing is cached yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Keeps only batch rows `rows` (in that order), e.g. to drop finished sequences from a
+    /// decoding batch. Copies each layer's buffers once.
+    pub fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
+        let mut ids: Option<Tensor> = None;
+        for l in self.layers.iter_mut().flatten() {
+            let ids = match &ids {
+                Some(t) => t.clone(),
+                None => {
+                    let v: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+                    let t = Tensor::from_vec(v, rows.len(), l.k.device())?;
+                    ids.insert(t).clone()
+                }
+            };
+            l.k = l.k.index_select(&ids, 0)?;
+            l.v = l.v.index_select(&ids, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Appends layer `li`'s new keys and values (contiguous `[batch, kv_heads, t, head_dim]`)
+    /// and returns all of its cached ones.
+    fn append(&mut self, li: usize, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+        let capacity = self.capacity;
+        let slot =
+            self.layers.get_mut(li).ok_or_else(|| Error::InvalidRequest(format!("no cache layer {li}")))?;
+        match slot {
+            Some(l) => l.append(k, v),
+            None => {
+                let (b, h, t, d) = k.dims4()?;
+                let cap = capacity.max(t);
+                let buf = || Tensor::zeros((b, h, cap, d), k.dtype(), k.device());
+                let l = slot.insert(LayerCache { k: buf()?, v: buf()?, len: 0 });
+                l.append(k, v)
+            }
+        }
     }
 }
 
@@ -82,6 +163,12 @@ impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Model").field("cfg", &self.cfg).field("dtype", &self.dtype).finish_non_exhaustive()
     }
+}
+
+/// `l`'s product through [`matmul::linear`] (its small-batch kernel, same function as
+/// `Linear::forward` up to rounding).
+fn lin(l: &Linear, x: &Tensor) -> Result<Tensor> {
+    Ok(matmul::linear(x, l.weight(), l.bias())?)
 }
 
 /// Takes weight `name` from `w`, checking its shape against the config.
@@ -201,6 +288,8 @@ impl Model {
     /// - `mask`: additive `[B, 1, T, past + T]` mask in the model dtype (0 = attend, a large
     ///   finite negative = blocked), built by [`crate::batch::attention_mask`].
     /// - `cache`: when given, keys/values of this call are appended and earlier ones attended.
+    ///   The cache is for no-grad decoding: gradients do not flow through cached keys and
+    ///   values (they are copied into its buffers).
     /// - `logits_from`: logits are computed for positions `logits_from..T` only.
     ///
     /// Returns logits `[B, T - logits_from, vocab]` in the model dtype. Differentiable with
@@ -239,7 +328,7 @@ impl Model {
         let n_rep = nh / nkv;
         if let Some(c) = cache.as_deref_mut() {
             if c.layers.len() != self.layers.len() {
-                *c = KvCache::new(self.layers.len());
+                *c = KvCache::with_capacity(self.layers.len(), c.capacity);
             }
         }
         let past = cache.as_deref().map(KvCache::len).unwrap_or(0);
@@ -259,19 +348,15 @@ impl Model {
         let mut x = self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((b, t, cfg.hidden_size))?;
         for (li, l) in self.layers.iter().enumerate() {
             let h = self.rms(&x, &l.ln1, kernels, fast)?;
-            let q = l.q.forward(&h)?.reshape((b, t, nh, hd))?.transpose(1, 2)?;
-            let k = l.k.forward(&h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?;
-            let v = l.v.forward(&h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?.contiguous()?;
+            let q = lin(&l.q, &h)?.reshape((b, t, nh, hd))?.transpose(1, 2)?;
+            let k = lin(&l.k, &h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?;
+            let v = lin(&l.v, &h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?.contiguous()?;
             let q = Self::rope(&q, &cos, &sin, kernels, fast)?;
-            let mut k = Self::rope(&k, &cos, &sin, kernels, fast)?;
-            let mut v = v;
-            if let Some(c) = cache.as_deref_mut() {
-                if let Some((ck, cv)) = &c.layers[li] {
-                    k = Tensor::cat(&[ck, &k], 2)?;
-                    v = Tensor::cat(&[cv, &v], 2)?;
-                }
-                c.layers[li] = Some((k.clone(), v.clone()));
-            }
+            let k = Self::rope(&k, &cos, &sin, kernels, fast)?;
+            let (k, v) = match cache.as_deref_mut() {
+                Some(c) => c.append(li, &k.contiguous()?, &v)?,
+                None => (k, v),
+            };
             // GQA without materialising repeated keys: query head h uses kv head h / n_rep
             // (HF `repeat_kv`), so group the n_rep query heads of one kv head along time.
             let q = q.contiguous()?.reshape((b, nkv, n_rep * t, hd))?;
@@ -290,16 +375,16 @@ impl Model {
             };
             let y = att.matmul(&v)?;
             let y = y.reshape((b, nh, t, hd))?.transpose(1, 2)?.reshape((b, t, nh * hd))?;
-            x = (x + l.o.forward(&y)?)?;
+            x = (x + lin(&l.o, &y)?)?;
             let h = self.rms(&x, &l.ln2, kernels, fast)?;
-            let (gate, up) = (l.gate.forward(&h)?, l.up.forward(&h)?);
+            let (gate, up) = (lin(&l.gate, &h)?, lin(&l.up, &h)?);
             let m = if fast { kernels::swiglu(&gate, &up)? } else { (gate.silu()? * up)? };
-            x = (x + l.down.forward(&m)?)?;
+            x = (x + lin(&l.down, &m)?)?;
         }
         let x = if logits_from > 0 { x.narrow(1, logits_from, t - logits_from)? } else { x };
         let x = self.rms(&x, &self.norm, kernels, fast)?;
         let n = x.dim(1)?;
-        Ok(x.reshape((b * n, cfg.hidden_size))?.matmul(&self.lm_head.t()?)?.reshape((
+        Ok(matmul::linear(&x.reshape((b * n, cfg.hidden_size))?, &self.lm_head, None)?.reshape((
             b,
             n,
             cfg.vocab_size,

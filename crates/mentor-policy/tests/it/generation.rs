@@ -25,6 +25,33 @@ fn batched_left_padded_greedy_equals_one_at_a_time() {
 }
 
 #[test]
+fn rows_that_stop_early_leave_the_batch_without_changing_the_others() {
+    // Finished rows are dropped from the batch and its KV cache once enough of them are done:
+    // the rows still running must produce what they produce alone.
+    let p = tiny(DType::F32, 11);
+    let ps = prompts(&p);
+    let free = GenerateConfig { sampler: Sampler::greedy(), max_new_tokens: 12, ..GenerateConfig::default() };
+    let full = p.generate(&ps, &free).unwrap();
+    // A stop id that row 2 generates first and not every row does, so rows end at different
+    // steps (this tiny model repeats one token per row).
+    let stop_ids = vec![full[2].token_ids[0]];
+    assert!(full.iter().any(|g| !g.token_ids.contains(&stop_ids[0])));
+    let cfg = GenerateConfig { stop_ids: stop_ids.clone(), ..free };
+    let batched = p.generate(&ps, &cfg).unwrap();
+    let lens: std::collections::BTreeSet<usize> = batched.iter().map(|g| g.token_ids.len()).collect();
+    assert!(lens.len() >= 2, "rows should stop at different steps: {lens:?}");
+    assert_eq!(batched[2].finish_reason, FinishReason::Stop);
+    for (i, prompt) in ps.iter().enumerate() {
+        let alone = p.generate(std::slice::from_ref(prompt), &cfg).unwrap().remove(0);
+        assert_eq!(batched[i].token_ids, alone.token_ids, "row {i}");
+        assert_eq!(batched[i].finish_reason, alone.finish_reason, "row {i}");
+        for (a, b) in batched[i].logprobs.iter().zip(&alone.logprobs) {
+            assert!((a - b).abs() < 1e-4, "row {i}: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
 fn same_seed_same_samples_other_seed_differs() {
     let p = tiny(DType::F32, 12);
     let ps = prompts(&p);

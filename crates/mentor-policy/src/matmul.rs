@@ -1,0 +1,426 @@
+//! `x · Wᵀ` with the weight `W` read as stored (`[N, K]`, row-major), no packing.
+//!
+//! A linear layer multiplies activations `x` `[M, K]` by the transpose of its weight. candle's
+//! CPU matmul (the `gemm` crate) packs the transposed weight into its own panel layout on every
+//! call; at the small `M` of batched decoding (one row per sequence) that packing costs about
+//! as much as the product itself, and it is a full extra pass over the weights, which decoding
+//! is bound by. Both operands of `x · Wᵀ` are row-major in `K`, so every output is a dot
+//! product of two contiguous rows: [`matmul_t`] computes tiles of 4 rows of `x` × 3 rows of `W`
+//! (12 AVX2 accumulators of 8 lanes). When `x` fits in L2 (decoding), one tile of weight rows
+//! at a time meets all of `x`, so each weight row is read from memory once while the next
+//! tile's rows are prefetched; otherwise blocks of weight rows stay in L2 while `x` streams
+//! past. The weight is never copied or cached, so an optimizer that updates it in place is
+//! seen at once. Within the kernel each output's sum runs in the same order whatever `M` and
+//! the row's place in the batch ([`linear`] hands one row, and more than [`SMALL_M`], to
+//! candle's matmul, whose rounding differs).
+//!
+//! The fast path runs on x86-64 CPUs with AVX2 and FMA (detected at run time) for contiguous
+//! `f32` CPU tensors ([`supported`]); everything else (other dtypes, devices, CPUs) goes
+//! through candle's matmul. The op is differentiable: its backward uses candle's matmuls
+//! (`dx = g · W`, `dW = gᵀ · x`). Results equal candle's up to float rounding (the sums are
+//! taken in another order; see the tests).
+
+use candle_core::{bail, CpuStorage, CustomOp2, DType, Layout, Module, Shape, Tensor};
+
+/// Whether [`matmul_t`] takes its own kernel for `x` and `w` (else candle's matmul).
+pub fn supported(x: &Tensor, w: &Tensor) -> bool {
+    x.device().is_cpu() && x.dtype() == DType::F32 && w.dtype() == DType::F32 && simd::available()
+}
+
+/// Rows of `x` up to which [`linear`] takes [`matmul_t`]: beyond, candle's packed gemm is as
+/// fast or faster (measured on AVX2 at K = 576 and 1536), the packing being amortised.
+pub const SMALL_M: usize = 256;
+
+/// A linear layer `x · wᵀ (+ b)` for `x` `[.., K]`, `w` `[N, K]`, `b` `[N]`: [`matmul_t`] when
+/// `x` has 2 to [`SMALL_M`] rows and the kernel is [`supported`], else candle's matmul (as
+/// `candle_nn::Linear`; for one row that is gemm's matrix-vector path, which streams weights
+/// from memory faster than this kernel's single-row tiles). Differentiable either way.
+pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> candle_core::Result<Tensor> {
+    let k = x.dims().last().copied().unwrap_or(0);
+    let m = x.elem_count() / k.max(1);
+    if (2..=SMALL_M).contains(&m) && supported(x, w) {
+        let y = matmul_t(x, w)?;
+        match b {
+            Some(b) => y.broadcast_add(b),
+            None => Ok(y),
+        }
+    } else {
+        candle_nn::Linear::new(w.clone(), b.cloned()).forward(x)
+    }
+}
+
+/// `x · wᵀ` for `x` `[.., K]` and `w` `[N, K]`: `[.., N]`. Differentiable in both.
+pub fn matmul_t(x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
+    let (n, k) = w.dims2()?;
+    let dims = x.dims();
+    if dims.last() != Some(&k) {
+        bail!("matmul_t: x {dims:?} does not end in K = {k} of w [{n}, {k}]");
+    }
+    let m = x.elem_count() / k.max(1);
+    let mut out = dims.to_vec();
+    if let Some(last) = out.last_mut() {
+        *last = n;
+    }
+    if !supported(x, w) {
+        return x.reshape((m, k))?.matmul(&w.t()?)?.reshape(out);
+    }
+    x.contiguous()?.reshape((m, k))?.apply_op2(&w.contiguous()?, MatmulT)?.reshape(out)
+}
+
+/// The custom op over `[M, K]` and `[N, K]`.
+struct MatmulT;
+
+impl CustomOp2 for MatmulT {
+    fn name(&self) -> &'static str {
+        "matmul_t"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (CpuStorage::F32(x), CpuStorage::F32(w)) = (s1, s2) else {
+            bail!("matmul_t: only f32 is supported");
+        };
+        let (m, k) = l1.shape().dims2()?;
+        let (n, k2) = l2.shape().dims2()?;
+        if k != k2 {
+            bail!("matmul_t: x [{m}, {k}] and w [{n}, {k2}] differ in K");
+        }
+        let (Some((xa, xb)), Some((wa, wb))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
+            bail!("matmul_t: inputs must be contiguous");
+        };
+        let mut dst = vec![0f32; m * n];
+        simd::matmul_t(&x[xa..xb], &w[wa..wb], &mut dst, m, n, k)?;
+        Ok((CpuStorage::F32(dst), Shape::from((m, n))))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        let dx = grad.matmul(w)?;
+        let dw = grad.t()?.matmul(x)?;
+        Ok((Some(dx), Some(dw)))
+    }
+}
+
+/// The kernel, with a run-time check for AVX2 and FMA.
+// SIMD intrinsics and the raw-pointer tiles need `unsafe`; every unsafe fn states its contract
+// and every block why it holds (STYLE.md).
+#[allow(unsafe_code)]
+mod simd {
+    use candle_core::bail;
+    use rayon::prelude::*;
+
+    /// Whether this CPU runs the kernel.
+    pub fn available() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// `dst[m, n] = Σ_k x[m, k] · w[n, k]`; `x` `[m, k]`, `w` `[n, k]`, `dst` `[m, n]`, all
+    /// row-major. Splits `N` over rayon's pool.
+    pub fn matmul_t(
+        x: &[f32],
+        w: &[f32],
+        dst: &mut [f32],
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> candle_core::Result<()> {
+        if x.len() != m * k || w.len() != n * k || dst.len() != m * n {
+            bail!("matmul_t: buffer sizes do not match [{m}, {k}] x [{n}, {k}]ᵀ");
+        }
+        if !available() {
+            bail!("matmul_t: this CPU lacks AVX2/FMA");
+        }
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let threads = rayon::current_num_threads();
+        // Enough columns per task that each streams a few weight rows (and a multiple of the
+        // tile width, so only the last task has a ragged tile).
+        let chunk = n.div_ceil(threads).max(48).div_ceil(NR) * NR;
+        let out = SendPtr(dst.as_mut_ptr());
+        let run = |n0: usize| {
+            let n1 = (n0 + chunk).min(n);
+            // SAFETY: AVX2 and FMA were checked above; the slices hold `m * k`, `n * k` and
+            // `m * n` elements; tasks write disjoint columns `n0..n1` of `dst`.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                avx2::block(x.as_ptr(), w.as_ptr(), out.get(), m, n0, n1, n, k)
+            }
+            // Unreachable elsewhere (`available` is false there).
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = (x, w, out, n1);
+        };
+        if chunk >= n || threads == 1 {
+            (0..n).step_by(chunk).for_each(run);
+        } else {
+            (0..n).into_par_iter().step_by(chunk).for_each(run);
+        }
+        Ok(())
+    }
+
+    /// Columns per tile.
+    const NR: usize = 3;
+
+    /// A raw output pointer shared by tasks that write disjoint parts.
+    #[derive(Clone, Copy)]
+    struct SendPtr(*mut f32);
+    // SAFETY: used only for disjoint writes (see `matmul_t`).
+    unsafe impl Send for SendPtr {}
+    unsafe impl Sync for SendPtr {}
+
+    impl SendPtr {
+        fn get(self) -> *mut f32 {
+            self.0
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod avx2 {
+        use std::arch::x86_64::*;
+
+        use super::NR;
+
+        /// Rows of `x` per tile.
+        const MR: usize = 4;
+        /// How many tiles ahead weight rows are prefetched.
+        const PF_TILES: usize = 4;
+        /// Bytes of weight rows kept in L2 while all of `x` passes over them.
+        const W_BLOCK_BYTES: usize = 192 << 10;
+        /// Largest `x` (bytes) streamed from L2 against one tile of weight rows.
+        const X_IN_L2_BYTES: usize = 256 << 10;
+
+        /// Columns `n0..n1` of `dst` (`[m, ldd]`).
+        ///
+        /// # Safety
+        /// AVX2 and FMA must be available; `x` holds `m * k`, `w` at least `n1 * k` and
+        /// `dst` `m * ldd` elements.
+        #[target_feature(enable = "avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn block(
+            x: *const f32,
+            w: *const f32,
+            dst: *mut f32,
+            m: usize,
+            n0: usize,
+            n1: usize,
+            ldd: usize,
+            k: usize,
+        ) {
+            // When all of `x` fits in L2, one tile of weight rows at a time (each weight row is
+            // then read from memory once, while the next tile's rows are prefetched); else
+            // blocks of weight rows held in L2 while `x` streams past. (Cutting `K` into chunks
+            // that fit L1 was tried for large `M` and did not pay: such products go to candle.)
+            let small = 4 * m * k <= X_IN_L2_BYTES;
+            let nb = if small { NR } else { (W_BLOCK_BYTES / (4 * k.max(1))).max(NR) / NR * NR };
+            {
+                let mut nb0 = n0;
+                while nb0 < n1 {
+                    let nb1 = (nb0 + nb).min(n1);
+                    let mut i = 0;
+                    while i < m {
+                        let mr = (m - i).min(MR);
+                        let mut j = nb0;
+                        while j < nb1 {
+                            let nr = (nb1 - j).min(NR);
+                            let t =
+                                Tile { x: x.add(i * k), w: w.add(j * k), dst: dst.add(i * ldd + j), k, ldd };
+                            if small && i == 0 && nr == NR && j + (PF_TILES + 1) * NR <= n1 {
+                                // First use of these weight rows: fetch the next tile's meanwhile.
+                                match mr {
+                                    4 => tile::<4, NR, true>(t),
+                                    3 => tile::<3, NR, true>(t),
+                                    2 => tile::<2, NR, true>(t),
+                                    _ => tile::<1, NR, true>(t),
+                                }
+                            } else {
+                                match (mr, nr) {
+                                    (4, 3) => tile::<4, 3, false>(t),
+                                    (4, 2) => tile::<4, 2, false>(t),
+                                    (4, _) => tile::<4, 1, false>(t),
+                                    (3, 3) => tile::<3, 3, false>(t),
+                                    (3, 2) => tile::<3, 2, false>(t),
+                                    (3, _) => tile::<3, 1, false>(t),
+                                    (2, 3) => tile::<2, 3, false>(t),
+                                    (2, 2) => tile::<2, 2, false>(t),
+                                    (2, _) => tile::<2, 1, false>(t),
+                                    (_, 3) => tile::<1, 3, false>(t),
+                                    (_, 2) => tile::<1, 2, false>(t),
+                                    (_, _) => tile::<1, 1, false>(t),
+                                }
+                            }
+                            j += nr;
+                        }
+                        i += mr;
+                    }
+                    nb0 = nb1;
+                }
+            }
+        }
+
+        /// One tile: rows of `x` and `w` of `k` elements, `dst` rows `ldd` apart.
+        #[derive(Clone, Copy)]
+        struct Tile {
+            x: *const f32,
+            w: *const f32,
+            dst: *mut f32,
+            k: usize,
+            ldd: usize,
+        }
+
+        /// `dst[a, b] = dot(x row a, w row b)` for `a < R`, `b < C`; `PF`: also prefetch
+        /// the weight rows [`PF_TILES`] tiles ahead into L1.
+        ///
+        /// # Safety
+        /// AVX2 and FMA must be available; `t.x` holds `R` rows, `t.w` `C` rows (with `PF`,
+        /// `(PF_TILES + 1) * C`) of `t.k` elements, and `t.dst` `R` rows of at least `C`.
+        #[target_feature(enable = "avx2,fma")]
+        #[inline]
+        unsafe fn tile<const R: usize, const C: usize, const PF: bool>(t: Tile) {
+            let Tile { x, w, dst, k, ldd } = t;
+            let mut acc = [[_mm256_setzero_ps(); C]; R];
+            let k8 = k / 8 * 8;
+            let mut p = 0;
+            while p < k8 {
+                let mut wv = [_mm256_setzero_ps(); C];
+                for (c, v) in wv.iter_mut().enumerate() {
+                    *v = _mm256_loadu_ps(w.add(c * k + p));
+                    if PF && p % 16 == 0 {
+                        _mm_prefetch::<_MM_HINT_T0>(w.add((PF_TILES * C + c) * k + p) as *const i8);
+                    }
+                }
+                for (r, row) in acc.iter_mut().enumerate() {
+                    let xv = _mm256_loadu_ps(x.add(r * k + p));
+                    for (a, v) in row.iter_mut().zip(&wv) {
+                        *a = _mm256_fmadd_ps(xv, *v, *a);
+                    }
+                }
+                p += 8;
+            }
+            for (r, row) in acc.iter().enumerate() {
+                for (c, a) in row.iter().enumerate() {
+                    let mut s = hsum(*a);
+                    for q in k8..k {
+                        s += *x.add(r * k + q) * *w.add(c * k + q);
+                    }
+                    *dst.add(r * ldd + c) = s;
+                }
+            }
+        }
+
+        /// Sum of the 8 lanes.
+        #[target_feature(enable = "avx2,fma")]
+        #[inline]
+        unsafe fn hsum(v: __m256) -> f32 {
+            let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+            _mm_cvtss_f32(s)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Var};
+
+    use super::*;
+
+    fn data(len: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..len)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect()
+    }
+
+    /// Exact reference in f64.
+    fn reference(x: &[f32], w: &[f32], m: usize, n: usize, k: usize) -> Vec<f64> {
+        let mut out = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..k).map(|p| x[i * k + p] as f64 * w[j * k + p] as f64).sum();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn equals_the_f64_product_for_ragged_shapes() {
+        let dev = Device::Cpu;
+        for &(m, n, k) in
+            &[(1, 1, 1), (1, 7, 13), (5, 4, 8), (9, 11, 37), (33, 50, 64), (4, 3, 576), (70, 200, 20)]
+        {
+            let (xv, wv) = (data(m * k, 1 + m as u64), data(n * k, 2 + n as u64));
+            let x = Tensor::from_vec(xv.clone(), (m, k), &dev).unwrap();
+            let w = Tensor::from_vec(wv.clone(), (n, k), &dev).unwrap();
+            let y: Vec<f32> = matmul_t(&x, &w).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+            let r = reference(&xv, &wv, m, n, k);
+            let tol = 1e-6 * (k as f64).sqrt() + 1e-7;
+            for (a, b) in y.iter().zip(&r) {
+                assert!((*a as f64 - b).abs() <= tol, "[{m}, {n}, {k}]: {a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn matches_candle_matmul_on_batched_input_and_strided_weight() {
+        let dev = Device::Cpu;
+        let x = Tensor::from_vec(data(2 * 3 * 40, 3), (2, 3, 40), &dev).unwrap();
+        // A transposed view: not contiguous, so it is copied first.
+        let w = Tensor::from_vec(data(40 * 17, 4), (40, 17), &dev).unwrap().t().unwrap();
+        let a = matmul_t(&x, &w).unwrap();
+        let b = x.broadcast_matmul(&w.t().unwrap()).unwrap();
+        assert_eq!(a.dims(), [2, 3, 17]);
+        let d: f32 = (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
+        assert!(d < 1e-5, "{d}");
+    }
+
+    #[test]
+    fn gradients_equal_candle_matmul_gradients() {
+        let dev = Device::Cpu;
+        let x = Var::from_tensor(&Tensor::from_vec(data(6 * 19, 5), (2, 3, 19), &dev).unwrap()).unwrap();
+        let w = Var::from_tensor(&Tensor::from_vec(data(10 * 19, 6), (10, 19), &dev).unwrap()).unwrap();
+        let r = Tensor::from_vec(data(60, 7), (2, 3, 10), &dev).unwrap();
+        let ga = (matmul_t(&x, &w).unwrap() * &r).unwrap().sum_all().unwrap().backward().unwrap();
+        let gb = (x.broadcast_matmul(&w.t().unwrap()).unwrap() * &r)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        for v in [&x, &w] {
+            let (a, b) = (ga.get(v.as_tensor()).unwrap(), gb.get(v.as_tensor()).unwrap());
+            let d: f32 = (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
+            assert!(d < 1e-5, "{d}");
+        }
+    }
+
+    #[test]
+    fn other_dtypes_take_candles_matmul() {
+        let dev = Device::Cpu;
+        let x = Tensor::from_vec(vec![1f64, 2., 3., 4.], (2, 2), &dev).unwrap();
+        let w = Tensor::from_vec(vec![1f64, 0., 1., 1.], (2, 2), &dev).unwrap();
+        assert!(!supported(&x, &w));
+        let y: Vec<Vec<f64>> = matmul_t(&x, &w).unwrap().to_vec2().unwrap();
+        assert_eq!(y, vec![vec![1., 3.], vec![3., 7.]]);
+    }
+}
