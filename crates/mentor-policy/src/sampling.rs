@@ -53,10 +53,14 @@ impl Sampler {
             return Err(Error::InvalidRequest("NaN in logits".into()));
         }
         let t = if self.temperature == 0.0 { 1.0 } else { self.temperature };
-        let scaled: Vec<f64> = logits.iter().map(|&x| x as f64 / t).collect();
-        let max = scaled.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let log_z = max + scaled.iter().map(|x| (x - max).exp()).sum::<f64>().ln();
-        let logp = |i: usize| (scaled[i] - log_z) as f32;
+        // One pass of `exp` over the vocabulary: `e[i] = exp((x_i - max) / t)` are the
+        // unnormalised probabilities, `sum` their total, so `p_i = e[i] / sum` and
+        // `log p_i = (x_i - max) / t - ln(sum)`.
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let e: Vec<f64> = logits.iter().map(|&x| ((x as f64 - max) / t).exp()).collect();
+        let sum: f64 = e.iter().sum();
+        let log_sum = sum.ln();
+        let logp = |i: usize| ((logits[i] as f64 - max) / t - log_sum) as f32;
         if self.temperature == 0.0 {
             let mut best = 0;
             for (i, x) in logits.iter().enumerate() {
@@ -66,35 +70,42 @@ impl Sampler {
             }
             return Ok((best as u32, logp(best)));
         }
-        let probs: Vec<f64> = scaled.iter().map(|x| (x - log_z).exp()).collect();
-        let truncate = self.top_k > 0 || self.top_p < 1.0;
-        let candidates: Vec<usize> = if truncate {
-            let mut idx: Vec<usize> = (0..probs.len()).collect();
-            idx.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]).then(a.cmp(&b)));
-            if self.top_k > 0 {
-                idx.truncate(self.top_k);
-            }
-            if self.top_p < 1.0 {
-                let mut mass = 0.0;
-                let mut keep = 0;
-                for &i in &idx {
-                    mass += probs[i];
-                    keep += 1;
-                    if mass >= self.top_p {
-                        break;
-                    }
+        if self.top_k == 0 && self.top_p >= 1.0 {
+            // Inverse CDF over the whole vocabulary, in id order.
+            let mut u = rng.random::<f64>() * sum;
+            let mut chosen = e.len() - 1;
+            for (i, &w) in e.iter().enumerate() {
+                u -= w;
+                if u < 0.0 {
+                    chosen = i;
+                    break;
                 }
-                idx.truncate(keep.max(1));
             }
-            idx
-        } else {
-            (0..probs.len()).collect()
-        };
-        let total: f64 = candidates.iter().map(|&i| probs[i]).sum();
+            return Ok((chosen as u32, logp(chosen)));
+        }
+        let mut idx: Vec<usize> = (0..e.len()).collect();
+        idx.sort_by(|&a, &b| e[b].total_cmp(&e[a]).then(a.cmp(&b)));
+        if self.top_k > 0 {
+            idx.truncate(self.top_k);
+        }
+        if self.top_p < 1.0 {
+            let need = self.top_p * sum;
+            let mut mass = 0.0;
+            let mut keep = 0;
+            for &i in &idx {
+                mass += e[i];
+                keep += 1;
+                if mass >= need {
+                    break;
+                }
+            }
+            idx.truncate(keep.max(1));
+        }
+        let total: f64 = idx.iter().map(|&i| e[i]).sum();
         let mut u = rng.random::<f64>() * total;
-        let mut chosen = candidates[candidates.len() - 1];
-        for &i in &candidates {
-            u -= probs[i];
+        let mut chosen = idx[idx.len() - 1];
+        for &i in &idx {
+            u -= e[i];
             if u < 0.0 {
                 chosen = i;
                 break;
