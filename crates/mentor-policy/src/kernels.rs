@@ -87,8 +87,13 @@ macro_rules! by_dtype {
     };
 }
 
-/// The elements of a contiguous `layout` of `s`.
-fn contiguous<'a, T: Real>(s: &'a CpuStorage, layout: &Layout, op: &str) -> candle_core::Result<&'a [T]> {
+/// The elements of a contiguous `layout` of `s` (an error naming `op` for another dtype or a
+/// strided layout).
+pub(crate) fn contiguous<'a, T: WithDType>(
+    s: &'a CpuStorage,
+    layout: &Layout,
+    op: &str,
+) -> candle_core::Result<&'a [T]> {
     let all = T::cpu_storage_as_slice(s)?;
     match layout.contiguous_offsets() {
         Some((a, b)) => Ok(&all[a..b]),
@@ -616,15 +621,6 @@ pub fn token_logprobs(logits: &Tensor, targets: &Tensor) -> candle_core::Result<
 
 struct TokenLogProbs;
 
-/// The `u32` elements of a contiguous `layout` of `s`.
-fn contiguous_u32<'a>(s: &'a CpuStorage, layout: &Layout, op: &str) -> candle_core::Result<&'a [u32]> {
-    let all = u32::cpu_storage_as_slice(s)?;
-    match layout.contiguous_offsets() {
-        Some((a, b)) => Ok(&all[a..b]),
-        None => bail!("{op}: input must be contiguous"),
-    }
-}
-
 /// Row maximum and `sum(exp(x - max))` of one row.
 fn max_sum_exp<T: Real>(x: &[T]) -> (T, T) {
     let mut max = T::from_f64(f64::NEG_INFINITY);
@@ -647,7 +643,7 @@ fn token_logprobs_fwd<T: Real>(
     lt: &Layout,
 ) -> candle_core::Result<(CpuStorage, Shape)> {
     let x = contiguous::<T>(x, lx, "token_logprobs")?;
-    let targets = contiguous_u32(t, lt, "token_logprobs")?;
+    let targets = contiguous::<u32>(t, lt, "token_logprobs")?;
     let v = lx.dims().last().copied().unwrap_or(0);
     if let Some(bad) = targets.iter().find(|&&t| t as usize >= v) {
         bail!("token_logprobs: target {bad} out of range for {v} classes");
@@ -700,7 +696,7 @@ fn token_logprobs_bwd<T: Real>(
     lg: &Layout,
 ) -> candle_core::Result<(CpuStorage, Shape)> {
     let x = contiguous::<T>(x, lx, "token_logprobs backward")?;
-    let targets = contiguous_u32(t, lt, "token_logprobs backward")?;
+    let targets = contiguous::<u32>(t, lt, "token_logprobs backward")?;
     let g = contiguous::<T>(g, lg, "token_logprobs backward")?;
     let v = lx.dims().last().copied().unwrap_or(1).max(1);
     let mut dst = vec![T::ZERO; x.len()];

@@ -22,6 +22,8 @@
 
 use candle_core::{bail, CpuStorage, CustomOp2, DType, Layout, Module, Shape, Tensor};
 
+use crate::kernels::contiguous;
+
 /// Whether [`matmul_t`] takes its own kernel for `x` and `w` (else candle's matmul).
 pub fn supported(x: &Tensor, w: &Tensor) -> bool {
     x.device().is_cpu() && x.dtype() == DType::F32 && w.dtype() == DType::F32 && simd::available()
@@ -82,19 +84,15 @@ impl CustomOp2 for MatmulT {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (CpuStorage::F32(x), CpuStorage::F32(w)) = (s1, s2) else {
-            bail!("matmul_t: only f32 is supported");
-        };
+        let x = contiguous::<f32>(s1, l1, "matmul_t")?;
+        let w = contiguous::<f32>(s2, l2, "matmul_t")?;
         let (m, k) = l1.shape().dims2()?;
         let (n, k2) = l2.shape().dims2()?;
         if k != k2 {
             bail!("matmul_t: x [{m}, {k}] and w [{n}, {k2}] differ in K");
         }
-        let (Some((xa, xb)), Some((wa, wb))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
-            bail!("matmul_t: inputs must be contiguous");
-        };
         let mut dst = vec![0f32; m * n];
-        simd::matmul_t(&x[xa..xb], &w[wa..wb], &mut dst, m, n, k)?;
+        simd::matmul_t(x, w, &mut dst, m, n, k)?;
         Ok((CpuStorage::F32(dst), Shape::from((m, n))))
     }
 

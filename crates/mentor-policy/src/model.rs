@@ -100,16 +100,11 @@ impl KvCache {
     /// Keeps only batch rows `rows` (in that order), e.g. to drop finished sequences from a
     /// decoding batch. Copies each layer's buffers once.
     pub fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
-        let mut ids: Option<Tensor> = None;
+        let Some(device) = self.layers.iter().flatten().next().map(|l| l.k.device().clone()) else {
+            return Ok(());
+        };
+        let ids = Tensor::from_vec(rows.iter().map(|&r| r as u32).collect::<Vec<_>>(), rows.len(), &device)?;
         for l in self.layers.iter_mut().flatten() {
-            let ids = match &ids {
-                Some(t) => t.clone(),
-                None => {
-                    let v: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-                    let t = Tensor::from_vec(v, rows.len(), l.k.device())?;
-                    ids.insert(t).clone()
-                }
-            };
             l.k = l.k.index_select(&ids, 0)?;
             l.v = l.v.index_select(&ids, 0)?;
         }
