@@ -185,6 +185,20 @@ fn minor_faults() -> u64 {
     rest.split_whitespace().nth(7).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
+/// Times `job(i)` for each task in turn: `(time, task id)`.
+fn time_each(
+    tasks: &[Task],
+    mut job: impl FnMut(usize) -> BoxResult<()>,
+) -> BoxResult<Vec<(Duration, String)>> {
+    let mut timed = Vec::with_capacity(tasks.len());
+    for (i, t) in tasks.iter().enumerate() {
+        let t0 = Instant::now();
+        job(i)?;
+        timed.push((t0.elapsed(), t.id.clone()));
+    }
+    Ok(timed)
+}
+
 /// Single executions, one at a time, on one worker: where the time goes.
 fn breakdown(sb: &Sandbox, tasks: &[Task], progs: &[String], python: &str) -> BoxResult<()> {
     println!("| single executions (1 worker, sequential) | time |\n|---|---|");
@@ -197,27 +211,21 @@ fn breakdown(sb: &Sandbox, tasks: &[Task], progs: &[String], python: &str) -> Bo
         }
         println!("| run: {name} | {} |", spread(&mut times));
     }
-    let mut timed = Vec::new();
-    for (t, p) in tasks.iter().zip(progs) {
-        let t0 = Instant::now();
-        sb.run_blocking(p, b"")?;
-        timed.push((t0.elapsed(), t.id.clone()));
-    }
-    print_timed("run", "the 164 HumanEval programs", timed);
-    let mut timed = Vec::new();
-    for (t, p) in tasks.iter().zip(progs) {
-        let t0 = Instant::now();
-        native(python, p)?;
-        timed.push((t0.elapsed(), t.id.clone()));
-    }
-    print_timed("native", "the 164 HumanEval programs", timed);
     let verifier = CodeVerifier::new(sb, VerifierConfig::default());
-    let mut timed = Vec::new();
-    for t in tasks {
-        let t0 = Instant::now();
+    print_timed(
+        "run",
+        "the 164 HumanEval programs",
+        time_each(tasks, |i| {
+            sb.run_blocking(&progs[i], b"")?;
+            Ok(())
+        })?,
+    );
+    print_timed("native", "the 164 HumanEval programs", time_each(tasks, |i| native(python, &progs[i]))?);
+    let timed = time_each(tasks, |i| {
+        let t = &tasks[i];
         verifier.verify(t, t.reference_solution().unwrap_or(""))?;
-        timed.push((t0.elapsed(), t.id.clone()));
-    }
+        Ok(())
+    })?;
     print_timed("verify", "the 164 HumanEval tasks", timed);
     println!();
     Ok(())
