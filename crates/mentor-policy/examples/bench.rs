@@ -2,7 +2,9 @@
 //! 1, 8 and 32, trained tokens/s (differentiable forward + backward), and the memory-bandwidth
 //! bound for batch-1 decode (weight bytes / measured memcpy bandwidth).
 //!
-//! Run: `cargo run --release -p mentor-policy --example bench [-- --new-tokens 32 --train-batch 4 --train-len 128]`
+//! Run: `cargo run --release -p mentor-policy --example bench [-- --new-tokens 32 --train-batch 4 --train-len 128 --no-share-prefix]`
+//! (`--no-share-prefix`: prefill every prompt in full, as transformers does; see
+//! `GenerateConfig::share_prefix`).
 //! Needs the GGUF installed by `cargo xtask setup`. Prints one JSON object per measurement.
 
 use std::time::Instant;
@@ -80,6 +82,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let new_tokens = arg("--new-tokens", 32);
     let train_batch = arg("--train-batch", 4);
     let train_len = arg("--train-len", 128);
+    // `--no-share-prefix` prefills every row in full, as transformers does.
+    let share_prefix = !std::env::args().any(|a| a == "--no-share-prefix");
     let dir = AssetDir::resolve(|k| std::env::var(k).ok()).ok_or("no HOME to find assets")?;
     let path = dir.smollm2_gguf();
     if !path.is_file() {
@@ -111,6 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             stop_ids: vec![],
             stop_strings: vec![],
             seed: 0,
+            share_prefix,
         };
         let (t, c) = (Instant::now(), cpu_seconds());
         let out = policy.generate(&prompts, &cfg)?;

@@ -7,6 +7,15 @@
 //! Rows that finish keep a masked pad slot until enough of them have (an eighth of the batch):
 //! then they are dropped from the batch and its KV cache, so finished rows stop costing
 //! compute.
+//!
+//! Prefill shares work between prompts ([`GenerateConfig::share_prefix`], on by default):
+//! the tokens every prompt starts with (a system prompt, a few-shot preamble) are run once, as
+//! one row, and each distinct rest of a prompt once (a GRPO step repeats every prompt once per
+//! sample of its group); the cache is then copied out to every row. A token's keys and values
+//! depend only on the tokens before it and its position, and positions count a row's own
+//! tokens, so this changes nothing but float rounding (the products run on other row counts).
+//! The cache then holds the shared tokens first and each row's padding after them, which the
+//! key-padding mask blocks as it blocks left padding.
 
 use candle_core::{DType, Tensor};
 use rand::SeedableRng;
@@ -31,6 +40,9 @@ pub struct GenerateConfig {
     pub stop_strings: Vec<String>,
     /// RNG seed: the same seed, prompts and model give the same output.
     pub seed: u64,
+    /// Prefill the prompts' common first tokens and each distinct prompt only once (see the
+    /// [module docs](self)). Same results up to float rounding; off runs every row in full.
+    pub share_prefix: bool,
 }
 
 impl Default for GenerateConfig {
@@ -41,7 +53,57 @@ impl Default for GenerateConfig {
             stop_ids: vec![],
             stop_strings: vec![],
             seed: 0,
+            share_prefix: true,
         }
+    }
+}
+
+/// How a batch of prompts is prefilled: `shared` first tokens common to every prompt, then the
+/// distinct rests of the prompts.
+#[derive(Debug, PartialEq)]
+struct PrefillPlan<'a> {
+    /// Leading tokens every prompt has (and at least one more).
+    shared: usize,
+    /// The distinct rests `prompt[shared..]`, in order of first appearance.
+    rests: Vec<&'a [u32]>,
+    /// For each prompt, the index of its rest in `rests`.
+    rest_of: Vec<usize>,
+}
+
+impl<'a> PrefillPlan<'a> {
+    /// The plan for non-empty `prompts`: without `share` (or for one prompt) every prompt is
+    /// its own rest.
+    fn new(prompts: &'a [Vec<u32>], share: bool) -> Self {
+        if !share || prompts.len() < 2 {
+            return Self {
+                shared: 0,
+                rests: prompts.iter().map(Vec::as_slice).collect(),
+                rest_of: (0..prompts.len()).collect(),
+            };
+        }
+        let first = &prompts[0];
+        let shortest = prompts.iter().map(Vec::len).min().unwrap_or(0);
+        // Leave every prompt at least one token of its own: its logits start the sampling.
+        let limit = shortest.saturating_sub(1);
+        let shared = (0..limit).take_while(|&i| prompts.iter().all(|p| p[i] == first[i])).count();
+        let mut index = std::collections::HashMap::new();
+        let mut rests = Vec::new();
+        let rest_of = prompts
+            .iter()
+            .map(|p| {
+                let rest = &p[shared..];
+                *index.entry(rest).or_insert_with(|| {
+                    rests.push(rest);
+                    rests.len() - 1
+                })
+            })
+            .collect();
+        Self { shared, rests, rest_of }
+    }
+
+    /// Whether prompt `i` is rest `i` (nothing is shared).
+    fn is_trivial(&self) -> bool {
+        self.shared == 0 && self.rests.len() == self.rest_of.len()
     }
 }
 
@@ -105,14 +167,43 @@ impl Policy {
         let dev = model.device().clone();
         let b = prompts.len();
         let pad = tok.pad_id();
-        let (ids, valid, t) = left_pad(prompts, pad);
-        let mut key_valid = valid.clone();
-        let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
-        let mut cache = KvCache::with_capacity(model.config().num_hidden_layers, t + cfg.max_new_tokens);
-        let ids = Tensor::from_vec(ids, (b, t), &dev)?;
-        let pos = positions(&valid, &vec![0; b], &dev)?;
+        let plan = PrefillPlan::new(prompts, cfg.share_prefix);
+        let longest_rest = plan.rests.iter().map(|r| r.len()).max().unwrap_or(0);
+        let mut cache = KvCache::with_capacity(
+            model.config().num_hidden_layers,
+            plan.shared + longest_rest + cfg.max_new_tokens,
+        );
+        if plan.shared > 0 {
+            // The common first tokens, once, as one row; then one copy per distinct rest.
+            let s = plan.shared;
+            let ids = Tensor::from_vec(prompts[0][..s].to_vec(), (1, s), &dev)?;
+            let valid = vec![vec![true; s]];
+            let pos = positions(&valid, &[0], &dev)?;
+            let mask = attention_mask(&valid, s, model.dtype(), &dev)?;
+            model.forward(&ids, &pos, &mask, Some(&mut cache), s - 1, Kernels::Fused)?;
+            if plan.rests.len() > 1 {
+                cache.select_rows(&vec![0; plan.rests.len()])?;
+            }
+        }
+        let rests: Vec<Vec<u32>> = plan.rests.iter().map(|r| r.to_vec()).collect();
+        let (ids, valid, t) = left_pad(&rests, pad);
+        let u = rests.len();
+        let mut key_valid: Vec<Vec<bool>> = valid
+            .iter()
+            .map(|v| std::iter::repeat_n(true, plan.shared).chain(v.iter().copied()).collect())
+            .collect();
+        let ids = Tensor::from_vec(ids, (u, t), &dev)?;
+        let pos = positions(&valid, &vec![plan.shared; u], &dev)?;
         let mask = attention_mask(&key_valid, t, model.dtype(), &dev)?;
         let mut logits = model.forward(&ids, &pos, &mask, Some(&mut cache), t - 1, Kernels::Fused)?;
+        if !plan.is_trivial() {
+            // Copy each distinct prompt's cache rows and logits out to the prompts that have it.
+            cache.select_rows(&plan.rest_of)?;
+            let rows = Tensor::from_vec(plan.rest_of.iter().map(|&r| r as u32).collect::<Vec<_>>(), b, &dev)?;
+            logits = logits.index_select(&rows, 0)?;
+            key_valid = plan.rest_of.iter().map(|&r| key_valid[r].clone()).collect();
+        }
+        let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
         // Original row of each batch slot; shrinks as finished rows are dropped.
         let mut active: Vec<usize> = (0..b).collect();
@@ -188,5 +279,47 @@ impl Policy {
     /// Renders `messages` with the chat template (assistant turn opened) and encodes it.
     pub fn encode_chat(&self, messages: &[crate::chat_template::Message]) -> Result<Vec<u32>> {
         self.tokenizer().encode(&self.render_chat(messages)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefill_plan_shares_the_common_start_and_repeated_prompts() {
+        let ps = vec![vec![1, 2, 3, 4], vec![1, 2, 5], vec![1, 2, 3, 4], vec![1, 2, 5]];
+        let plan = PrefillPlan::new(&ps, true);
+        assert_eq!(plan.shared, 2);
+        assert_eq!(plan.rests, vec![&[3u32, 4][..], &[5][..]]);
+        assert_eq!(plan.rest_of, vec![0, 1, 0, 1]);
+        assert!(!plan.is_trivial());
+    }
+
+    #[test]
+    fn prefill_plan_leaves_every_prompt_a_token_of_its_own() {
+        // Identical prompts: all but the last token shared, one rest.
+        let ps = vec![vec![7, 8, 9]; 3];
+        let plan = PrefillPlan::new(&ps, true);
+        assert_eq!((plan.shared, plan.rests.len(), plan.rest_of), (2, 1, vec![0, 0, 0]));
+        // A prompt that is a prefix of another.
+        let ps = vec![vec![7, 8], vec![7, 8, 9]];
+        let plan = PrefillPlan::new(&ps, true);
+        assert_eq!((plan.shared, plan.rests), (1, vec![&[8u32][..], &[8, 9][..]]));
+        // One-token prompts share nothing.
+        let ps = vec![vec![7], vec![7]];
+        let plan = PrefillPlan::new(&ps, true);
+        assert_eq!((plan.shared, plan.rests.len()), (0, 1));
+    }
+
+    #[test]
+    fn prefill_plan_is_trivial_without_sharing_or_with_one_prompt() {
+        let ps = vec![vec![1, 2, 3], vec![1, 2, 3]];
+        let plan = PrefillPlan::new(&ps, false);
+        assert_eq!((plan.shared, plan.rests.len()), (0, 2));
+        assert!(plan.is_trivial());
+        assert!(PrefillPlan::new(&ps[..1], true).is_trivial());
+        let distinct = vec![vec![1, 2], vec![3, 4]];
+        assert!(PrefillPlan::new(&distinct, true).is_trivial());
     }
 }

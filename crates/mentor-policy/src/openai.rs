@@ -223,6 +223,7 @@ pub fn parse_request(body: &[u8], cfg: &ServiceConfig, fallback_seed: u64) -> Re
         stop_ids: vec![],
         stop_strings,
         seed: req.seed.unwrap_or(fallback_seed),
+        ..GenerateConfig::default()
     };
     Ok(ChatParams { messages, generate, n })
 }

@@ -169,3 +169,30 @@ fn generate_command_loads_a_directory_and_reports_json() {
     assert_eq!(keys.len(), 3);
     assert!(json["finish_reason"] == "length" || json["finish_reason"] == "stop");
 }
+
+#[test]
+fn shared_prefix_prefill_changes_nothing_but_rounding() {
+    // Prompts with a common start (as a system prompt gives), repeated prompts (as a GRPO
+    // group gives), a prompt that is a prefix of another and different lengths.
+    let p = tiny(DType::F32, 13);
+    let texts = ["Q: 1+1=", "Q: 1+1=", "Q: (12*3)-4=", "Q: 1+1=", "Q: 9", "Q: 1+1=?", "Q: (12*3)-4="];
+    let ps: Vec<Vec<u32>> = texts.iter().map(|s| p.tokenizer().encode(s).unwrap()).collect();
+    for sampler in [Sampler::greedy(), Sampler { temperature: 1.0, top_p: 1.0, top_k: 0 }] {
+        let shared = GenerateConfig { sampler: sampler.clone(), max_new_tokens: 10, seed: 5, ..GenerateConfig::default() };
+        assert!(shared.share_prefix, "sharing is the default");
+        let full = GenerateConfig { share_prefix: false, ..shared.clone() };
+        let (a, b) = (p.generate(&ps, &shared).unwrap(), p.generate(&ps, &full).unwrap());
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(x.token_ids, y.token_ids, "row {i}, {sampler:?}");
+            for (l, m) in x.logprobs.iter().zip(&y.logprobs) {
+                assert!((l - m).abs() < 1e-4, "row {i}: {l} vs {m}");
+            }
+        }
+        if sampler.temperature == 0.0 {
+            for (i, prompt) in ps.iter().enumerate() {
+                let alone = p.generate(std::slice::from_ref(prompt), &shared).unwrap().remove(0);
+                assert_eq!(a[i].token_ids, alone.token_ids, "row {i}");
+            }
+        }
+    }
+}
