@@ -11,8 +11,8 @@
 //! tile's rows are prefetched; otherwise blocks of weight rows stay in L2 while `x` streams
 //! past. The weight is never copied or cached, so an optimizer that updates it in place is
 //! seen at once. Within the kernel each output's sum runs in the same order whatever `M` and
-//! the row's place in the batch ([`linear`] hands one row, and more than [`SMALL_M`], to
-//! candle's matmul, whose rounding differs).
+//! the row's place in the batch (one row, and more than [`SMALL_M`], go to candle's gemm inside
+//! the same op, whose rounding differs).
 //!
 //! The fast path runs on x86-64 CPUs with AVX2 and FMA (detected at run time) for contiguous
 //! `f32` CPU tensors ([`supported`]); everything else (other dtypes, devices, CPUs) goes
@@ -20,6 +20,7 @@
 //! (`dx = g · W`, `dW = gᵀ · x`). Results equal candle's up to float rounding (the sums are
 //! taken in another order; see the tests).
 
+use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp2, DType, Layout, Module, Shape, Tensor};
 
 use crate::kernels::contiguous;
@@ -29,18 +30,17 @@ pub fn supported(x: &Tensor, w: &Tensor) -> bool {
     x.device().is_cpu() && x.dtype() == DType::F32 && w.dtype() == DType::F32 && simd::available()
 }
 
-/// Rows of `x` up to which [`linear`] takes [`matmul_t`]: beyond, candle's packed gemm is as
-/// fast or faster (measured on AVX2 at K = 576 and 1536), the packing being amortised.
+/// Rows of `x` up to which [`matmul_t`] runs its own kernel: beyond, candle's packed gemm is
+/// as fast or faster (measured on AVX2 at K = 576 and 1536), the packing being amortised. One
+/// row also goes to gemm, whose matrix-vector path streams weights from memory faster than
+/// this kernel's single-row tiles.
 pub const SMALL_M: usize = 256;
 
 /// A linear layer `x · wᵀ (+ b)` for `x` `[.., K]`, `w` `[N, K]`, `b` `[N]`: [`matmul_t`] when
-/// `x` has 2 to [`SMALL_M`] rows and the kernel is [`supported`], else candle's matmul (as
-/// `candle_nn::Linear`; for one row that is gemm's matrix-vector path, which streams weights
-/// from memory faster than this kernel's single-row tiles). Differentiable either way.
+/// the kernel is [`supported`], else candle's matmul (as `candle_nn::Linear`). Differentiable
+/// either way.
 pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> candle_core::Result<Tensor> {
-    let k = x.dims().last().copied().unwrap_or(0);
-    let m = x.elem_count() / k.max(1);
-    if (2..=SMALL_M).contains(&m) && supported(x, w) {
+    if supported(x, w) {
         let y = matmul_t(x, w)?;
         match b {
             Some(b) => y.broadcast_add(b),
@@ -52,24 +52,29 @@ pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> candle_core::Result
 }
 
 /// `x · wᵀ` for `x` `[.., K]` and `w` `[N, K]`: `[.., N]`. Differentiable in both.
+///
+/// On the fast path this is one node of the autograd graph whatever the rank of `x` (no
+/// reshapes, no transposed view of `w`): candle's backward gives every node's input a zeroed
+/// gradient buffer and adds into it, so each node saved is a pass over an activation or a
+/// weight saved in training.
 pub fn matmul_t(x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
     let (n, k) = w.dims2()?;
     let dims = x.dims();
     if dims.last() != Some(&k) {
         bail!("matmul_t: x {dims:?} does not end in K = {k} of w [{n}, {k}]");
     }
-    let m = x.elem_count() / k.max(1);
-    let mut out = dims.to_vec();
-    if let Some(last) = out.last_mut() {
-        *last = n;
-    }
     if !supported(x, w) {
+        let m = x.elem_count() / k.max(1);
+        let mut out = dims.to_vec();
+        if let Some(last) = out.last_mut() {
+            *last = n;
+        }
         return x.reshape((m, k))?.matmul(&w.t()?)?.reshape(out);
     }
-    x.contiguous()?.reshape((m, k))?.apply_op2(&w.contiguous()?, MatmulT)?.reshape(out)
+    x.contiguous()?.apply_op2(&w.contiguous()?, MatmulT)
 }
 
-/// The custom op over `[M, K]` and `[N, K]`.
+/// The custom op over `[.., K]` (`M` rows) and `[N, K]`.
 struct MatmulT;
 
 impl CustomOp2 for MatmulT {
@@ -84,16 +89,30 @@ impl CustomOp2 for MatmulT {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (n, k) = l2.shape().dims2()?;
+        let dims = l1.dims();
+        if dims.last() != Some(&k) {
+            bail!("matmul_t: x {dims:?} and w [{n}, {k}] differ in K");
+        }
+        let m = l1.shape().elem_count() / k.max(1);
+        let mut out = dims.to_vec();
+        if let Some(last) = out.last_mut() {
+            *last = n;
+        }
+        if m == 1 || m > SMALL_M {
+            // candle's gemm on the same buffers, `w` read through a transposed layout.
+            if !(l1.is_contiguous() && l2.is_contiguous()) {
+                bail!("matmul_t: operands must be contiguous");
+            }
+            let xl = Layout::contiguous_with_offset((m, k), l1.start_offset());
+            let wl = Layout::contiguous_with_offset((n, k), l2.start_offset()).transpose(0, 1)?;
+            return Ok((s1.matmul(s2, (1, m, n, k), &xl, &wl)?, Shape::from(out)));
+        }
         let x = contiguous::<f32>(s1, l1, "matmul_t")?;
         let w = contiguous::<f32>(s2, l2, "matmul_t")?;
-        let (m, k) = l1.shape().dims2()?;
-        let (n, k2) = l2.shape().dims2()?;
-        if k != k2 {
-            bail!("matmul_t: x [{m}, {k}] and w [{n}, {k2}] differ in K");
-        }
         let mut dst = vec![0f32; m * n];
         simd::matmul_t(x, w, &mut dst, m, n, k)?;
-        Ok((CpuStorage::F32(dst), Shape::from((m, n))))
+        Ok((CpuStorage::F32(dst), Shape::from(out)))
     }
 
     fn bwd(
@@ -103,8 +122,14 @@ impl CustomOp2 for MatmulT {
         _res: &Tensor,
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
-        let dx = grad.matmul(w)?;
-        let dw = grad.t()?.matmul(x)?;
+        let (n, k) = w.dims2()?;
+        let m = x.elem_count() / k.max(1);
+        // Detached operands: the gradients must not record a graph of their own, which would
+        // keep `grad` alive as long as they are.
+        let (x, w) = (x.detach(), w.detach());
+        let g = grad.reshape((m, n))?;
+        let dx = g.matmul(&w)?.reshape(x.dims())?;
+        let dw = g.t()?.matmul(&x.reshape((m, k))?)?;
         Ok((Some(dx), Some(dw)))
     }
 }
@@ -364,9 +389,16 @@ mod tests {
     #[test]
     fn equals_the_f64_product_for_ragged_shapes() {
         let dev = Device::Cpu;
-        for &(m, n, k) in
-            &[(1, 1, 1), (1, 7, 13), (5, 4, 8), (9, 11, 37), (33, 50, 64), (4, 3, 576), (70, 200, 20)]
-        {
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (1, 7, 13),
+            (5, 4, 8),
+            (9, 11, 37),
+            (33, 50, 64),
+            (4, 3, 576),
+            (70, 200, 20),
+            (300, 9, 20),
+        ] {
             let (xv, wv) = (data(m * k, 1 + m as u64), data(n * k, 2 + n as u64));
             let x = Tensor::from_vec(xv.clone(), (m, k), &dev).unwrap();
             let w = Tensor::from_vec(wv.clone(), (n, k), &dev).unwrap();
