@@ -92,10 +92,16 @@ impl Policy {
             targets.extend(std::iter::repeat_n(0u32, c_len - c.len()));
             mask.extend((0..c_len).map(|j| if j < c.len() { 1f32 } else { 0f32 }));
         }
-        let ids = Tensor::from_vec(ids, (b, t), &dev)?;
+        // The last column is never an input that predicts a completion token: run `t - 1`
+        // columns, whose logits from `p_len - 1` on are exactly the `c_len` needed (no narrow
+        // of the `[B, C, vocab]` logits, whose backward would be passes over all of them).
+        let ids = Tensor::from_vec(ids, (b, t), &dev)?.narrow(1, 0, t - 1)?;
+        for v in &mut valid {
+            v.truncate(t - 1);
+        }
         let pos = positions(&valid, &vec![0; b], &dev)?;
-        let att = attention_mask(&valid, t, dtype, &dev)?;
-        let logits = model.forward(&ids, &pos, &att, None, p_len - 1, opts.kernels)?.narrow(1, 0, c_len)?;
+        let att = attention_mask(&valid, t - 1, dtype, &dev)?;
+        let logits = model.forward(&ids, &pos, &att, None, p_len - 1, opts.kernels)?;
         let logits = if opts.temperature == 1.0 { logits } else { (logits / opts.temperature)? };
         let targets = Tensor::from_vec(targets, (b, c_len), &dev)?;
         let mask = Tensor::from_vec(mask, (b, c_len), &dev)?.to_dtype(dtype)?;
