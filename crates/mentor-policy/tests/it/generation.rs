@@ -178,7 +178,12 @@ fn shared_prefix_prefill_changes_nothing_but_rounding() {
     let texts = ["Q: 1+1=", "Q: 1+1=", "Q: (12*3)-4=", "Q: 1+1=", "Q: 9", "Q: 1+1=?", "Q: (12*3)-4="];
     let ps: Vec<Vec<u32>> = texts.iter().map(|s| p.tokenizer().encode(s).unwrap()).collect();
     for sampler in [Sampler::greedy(), Sampler { temperature: 1.0, top_p: 1.0, top_k: 0 }] {
-        let shared = GenerateConfig { sampler: sampler.clone(), max_new_tokens: 10, seed: 5, ..GenerateConfig::default() };
+        let shared = GenerateConfig {
+            sampler: sampler.clone(),
+            max_new_tokens: 10,
+            seed: 5,
+            ..GenerateConfig::default()
+        };
         assert!(shared.share_prefix, "sharing is the default");
         let full = GenerateConfig { share_prefix: false, ..shared.clone() };
         let (a, b) = (p.generate(&ps, &shared).unwrap(), p.generate(&ps, &full).unwrap());
