@@ -10,9 +10,11 @@ Loads SmolLM2-135M-Instruct from the same GGUF (transformers dequantises it to f
   prompts (the 8 questions of bench.rs, cycled), the same sampler (softmax at temperature 1,
   no top-k, no top-p), `--new-tokens` per row, end-of-sequence suppressed
   (`min_new_tokens = max_new_tokens`), left padding;
-- train: one forward + backward of the summed completion log-probs (the quantity
+- train: forward + backward of the summed completion log-probs (the quantity
   `Policy::logprobs` returns) for the same synthetic `--train-batch` x `--train-len` batch
-  (a quarter prompt, the rest completion), logits only for the completion columns.
+  (a quarter prompt, the rest completion), logits only for the completion columns: one
+  untimed warm-up step, then the mean of `--train-steps` steps (the steady state of a
+  trainer; the first step of a process also pays for its first touch of fresh memory).
 
 Rates are wall-clock, as in bench.rs; `cpu_s` (process CPU time) is printed beside them so a
 run starved by other load on the machine shows (cpu_s well below seconds x threads).
@@ -23,7 +25,7 @@ decoding of each fixture prompt must reproduce transformers' greedy token ids in
 `crates/mentor-policy/tests/it/smollm2.rs`). One JSON object per line on stdout.
 
 Run: python torch_bench.py --gguf PATH --threads N [--new-tokens 32 --train-batch 4
-     --train-len 128 --fixture smollm2_greedy.json]
+     --train-len 128 --train-steps 3 --fixture smollm2_greedy.json]
 """
 
 import argparse
@@ -120,6 +122,7 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--train-batch", type=int, default=4)
     ap.add_argument("--train-len", type=int, default=128)
+    ap.add_argument("--train-steps", type=int, default=3)
     ap.add_argument("--fixture", default=None)
     args = ap.parse_args()
 
@@ -193,21 +196,28 @@ def main():
     ids = torch.tensor([p + c for p, c in zip(prompts, completions)], dtype=torch.long)
     c_len = n - half
     target = torch.tensor(completions, dtype=torch.long)
-    # Warm-up forward + backward on a short batch (not timed).
-    model.zero_grad(set_to_none=True)
-    model(input_ids=ids[:1, :16]).logits.sum().backward()
-    model.zero_grad(set_to_none=True)
 
-    t, cpu = time.perf_counter(), time.process_time()
-    # Logits of the columns that predict the completion: half-1 .. n-2.
-    logits = model(input_ids=ids, logits_to_keep=c_len + 1).logits[:, :c_len, :]
-    logprobs = torch.log_softmax(logits, dim=-1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    fwd = time.perf_counter() - t
-    loss = -logprobs.sum()
-    loss.backward()
-    total, cpu = time.perf_counter() - t, time.process_time() - cpu
+    def step():
+        # Logits of the columns that predict the completion: half-1 .. n-2.
+        t, cpu = time.perf_counter(), time.process_time()
+        logits = model(input_ids=ids, logits_to_keep=c_len + 1).logits[:, :c_len, :]
+        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        fwd = time.perf_counter() - t
+        loss = -logprobs.sum()
+        loss.backward()
+        return fwd, time.perf_counter() - t, time.process_time() - cpu
+
+    # One untimed warm-up step of the same shape, then the mean of --train-steps steps (a
+    # trainer's steady state); gradients are dropped between steps, as `zero_grad` does.
+    model.zero_grad(set_to_none=True)
+    step()
+    runs = []
+    for _ in range(args.train_steps):
+        model.zero_grad(set_to_none=True)
+        runs.append(step())
     with_grad = sum(1 for p in model.parameters() if p.grad is not None)
-    emit({"what": "train", "batch": b, "seq": n, "forward_s": round(fwd, 2),
+    fwd, total, cpu = (sum(r[i] for r in runs) / len(runs) for i in range(3))
+    emit({"what": "train", "batch": b, "seq": n, "steps": len(runs), "forward_s": round(fwd, 2),
           "forward_backward_s": round(total, 2), "cpu_s": round(cpu, 2), "tok_s": round(b * n / total, 2),
           "weights_with_grad": with_grad})
 

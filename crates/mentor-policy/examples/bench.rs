@@ -1,10 +1,10 @@
 //! Throughput of the policy on SmolLM2-135M-Instruct (f32, CPU): generation tokens/s at batch
 //! 1, 8 and 32, trained tokens/s (differentiable forward + backward), and the memory-bandwidth
-//! bound for batch-1 decode (weight bytes / measured memcpy bandwidth).
+//! bound for batch-1 decode (weight bytes / measured memcpy bandwidth). Batch 32 (the 8 chat
+//! questions, each 4 times) is also run with `GenerateConfig::share_prefix` off
+//! (`generate_full_prefill`), every prompt prefilled in full as transformers does.
 //!
-//! Run: `cargo run --release -p mentor-policy --example bench [-- --new-tokens 32 --train-batch 4 --train-len 128 --no-share-prefix]`
-//! (`--no-share-prefix`: prefill every prompt in full, as transformers does; see
-//! `GenerateConfig::share_prefix`).
+//! Run: `cargo run --release -p mentor-policy --example bench [-- --new-tokens 32 --train-batch 4 --train-len 128 --train-steps 3]`
 //! Needs the GGUF installed by `cargo xtask setup`. Prints one JSON object per measurement.
 
 use std::time::Instant;
@@ -79,11 +79,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     unsafe {
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
     };
+    // As the `mentor` binary: candle's pool helpers spin briefly (see `threads::POOL_SPIN_LIMIT`).
+    if std::env::var_os("CANDLE_BARRIER_POOL_SPIN_LIMIT").is_none() {
+        std::env::set_var(
+            "CANDLE_BARRIER_POOL_SPIN_LIMIT",
+            mentor_policy::threads::POOL_SPIN_LIMIT.to_string(),
+        );
+    }
     let new_tokens = arg("--new-tokens", 32);
     let train_batch = arg("--train-batch", 4);
     let train_len = arg("--train-len", 128);
-    // `--no-share-prefix` prefills every row in full, as transformers does.
-    let share_prefix = !std::env::args().any(|a| a == "--no-share-prefix");
+    let train_steps = arg("--train-steps", 3);
     let dir = AssetDir::resolve(|k| std::env::var(k).ok()).ok_or("no HOME to find assets")?;
     let path = dir.smollm2_gguf();
     if !path.is_file() {
@@ -105,7 +111,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         weight_bytes as f64 / 1e6,
         bw / weight_bytes as f64
     );
-    for batch in [1usize, 8, 32] {
+    for (batch, share_prefix) in [(1usize, true), (8, true), (32, true), (32, false)] {
         let prompts: Vec<Vec<u32>> = (0..batch)
             .map(|i| policy.encode_chat(&[Message::user(QUESTIONS[i % QUESTIONS.len()])]))
             .collect::<Result<_, _>>()?;
@@ -122,7 +128,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (secs, cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
         let generated: usize = out.iter().map(|g| g.token_ids.len()).sum();
         println!(
-            "{{\"what\":\"generate\",\"batch\":{batch},\"new_tokens\":{generated},\"seconds\":{secs:.2},\"cpu_seconds\":{cpu:.2},\"tok_s\":{:.2}}}",
+            "{{\"what\":\"{}\",\"batch\":{batch},\"new_tokens\":{generated},\"seconds\":{secs:.2},\"cpu_seconds\":{cpu:.2},\"tok_s\":{:.2}}}",
+            if share_prefix { "generate" } else { "generate_full_prefill" },
             generated as f64 / secs
         );
     }
@@ -131,15 +138,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (0..train_batch).map(|i| (0..half).map(|j| (100 + i * 7 + j) as u32).collect()).collect();
     let completions: Vec<Vec<u32>> =
         (0..train_batch).map(|i| (0..train_len - half).map(|j| (500 + i * 3 + j) as u32).collect()).collect();
-    let (t, c) = (Instant::now(), cpu_seconds());
-    let out = policy.logprobs(&prompts, &completions, &LogProbOptions::default())?;
-    let fwd = t.elapsed().as_secs_f64();
-    let loss = out.logprobs.sum_all()?.neg()?;
-    let grads = loss.backward()?;
-    let (total, cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
-    let with_grad = policy.vars().iter().filter(|(_, v)| grads.get(v.as_tensor()).is_some()).count();
+    // As the peer: one untimed warm-up step of the same shape, then the mean of
+    // `--train-steps` steps (a trainer's steady state; the first step of a process also pays
+    // for its first touch of fresh memory). Gradients are dropped between steps.
+    let step = || -> Result<(f64, f64, f64, usize), Box<dyn std::error::Error>> {
+        let (t, c) = (Instant::now(), cpu_seconds());
+        let out = policy.logprobs(&prompts, &completions, &LogProbOptions::default())?;
+        let fwd = t.elapsed().as_secs_f64();
+        let loss = out.logprobs.sum_all()?.neg()?;
+        let grads = loss.backward()?;
+        let (total, cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
+        let with_grad = policy.vars().iter().filter(|(_, v)| grads.get(v.as_tensor()).is_some()).count();
+        Ok((fwd, total, cpu, with_grad))
+    };
+    step()?;
+    let runs = (0..train_steps.max(1)).map(|_| step()).collect::<Result<Vec<_>, _>>()?;
+    let mean = |f: fn(&(f64, f64, f64, usize)) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
+    let (fwd, total, cpu) = (mean(|r| r.0), mean(|r| r.1), mean(|r| r.2));
+    let with_grad = runs.iter().map(|r| r.3).min().unwrap_or(0);
     println!(
-        "{{\"what\":\"train\",\"batch\":{train_batch},\"seq\":{train_len},\"forward_s\":{fwd:.2},\"forward_backward_s\":{total:.2},\"cpu_seconds\":{cpu:.2},\"tok_s\":{:.2},\"weights_with_grad\":{with_grad}}}",
+        "{{\"what\":\"train\",\"batch\":{train_batch},\"seq\":{train_len},\"steps\":{},\"forward_s\":{fwd:.2},\"forward_backward_s\":{total:.2},\"cpu_seconds\":{cpu:.2},\"tok_s\":{:.2},\"weights_with_grad\":{with_grad}}}",
+        runs.len(),
         (train_batch * train_len) as f64 / total
     );
     Ok(())
