@@ -42,6 +42,20 @@ trait Real: WithDType + std::ops::Neg<Output = Self> {
     fn exp(self) -> Self;
     fn sqrt(self) -> Self;
     fn ln(self) -> Self;
+    /// `x = exp_or_zero(x)` for every element (f32: [`crate::vexp`], 8 lanes at a time).
+    fn exp_slice(xs: &mut [Self]) {
+        for x in xs {
+            *x = exp_or_zero(*x);
+        }
+    }
+    /// `Σ exp_or_zero(x - shift)` over `xs`.
+    fn sum_exp_minus(xs: &[Self], shift: Self) -> Self {
+        let mut sum = Self::ZERO;
+        for &x in xs {
+            sum += exp_or_zero(x - shift);
+        }
+        sum
+    }
 }
 
 impl Real for f32 {
@@ -57,6 +71,12 @@ impl Real for f32 {
     }
     fn ln(self) -> Self {
         f32::ln(self)
+    }
+    fn exp_slice(xs: &mut [Self]) {
+        crate::vexp::exp_in_place(xs)
+    }
+    fn sum_exp_minus(xs: &[Self], shift: Self) -> Self {
+        crate::vexp::sum_exp_minus(xs, shift)
     }
 }
 
@@ -168,9 +188,12 @@ fn masked_softmax_fwd<T: Real>(
                 max = *d;
             }
         }
-        let mut sum = T::ZERO;
         for d in d.iter_mut() {
-            *d = exp_or_zero(*d - max);
+            *d -= max;
+        }
+        T::exp_slice(d);
+        let mut sum = T::ZERO;
+        for d in d.iter() {
             sum += *d;
         }
         for d in d.iter_mut() {
@@ -517,8 +540,12 @@ fn swiglu_fwd<T: Real>(
     let mut dst = vec![T::ZERO; a.len()];
     dst.par_chunks_mut(ELEMENTWISE_CHUNK).enumerate().for_each(|(i, d)| {
         let o = i * ELEMENTWISE_CHUNK;
+        for (d, &a) in d.iter_mut().zip(&a[o..]) {
+            *d = -a;
+        }
+        T::exp_slice(d);
         for ((d, &a), &b) in d.iter_mut().zip(&a[o..]).zip(&b[o..]) {
-            *d = a / (T::ONE + (-a).exp()) * b;
+            *d = a / (T::ONE + *d) * b;
         }
     });
     Ok((T::to_cpu_storage_owned(dst), la.shape().clone()))
@@ -574,9 +601,14 @@ fn swiglu_bwd<T: Real>(
     da.par_chunks_mut(ELEMENTWISE_CHUNK).zip(db.par_chunks_mut(ELEMENTWISE_CHUNK)).enumerate().for_each(
         |(i, (da, db))| {
             let o = i * ELEMENTWISE_CHUNK;
+            // `db` first holds exp(-a).
+            for (e, &a) in db.iter_mut().zip(&a[o..]) {
+                *e = -a;
+            }
+            T::exp_slice(db);
             let it = da.iter_mut().zip(db.iter_mut()).zip(&a[o..]).zip(&b[o..]).zip(&g[o..]);
             for ((((da, db), &a), &b), &g) in it {
-                let sig = T::ONE / (T::ONE + (-a).exp());
+                let sig = T::ONE / (T::ONE + *db);
                 let silu = a * sig;
                 *da = g * b * sig * (T::ONE + a * (T::ONE - sig));
                 *db = g * silu;
@@ -629,11 +661,7 @@ fn max_sum_exp<T: Real>(x: &[T]) -> (T, T) {
             max = v;
         }
     }
-    let mut sum = T::ZERO;
-    for &v in x {
-        sum += exp_or_zero(v - max);
-    }
-    (max, sum)
+    (max, T::sum_exp_minus(x, max))
 }
 
 fn token_logprobs_fwd<T: Real>(
@@ -705,7 +733,11 @@ fn token_logprobs_bwd<T: Real>(
         let (max, sum) = max_sum_exp(x);
         let g = g[row];
         for (d, &x) in d.iter_mut().zip(x) {
-            *d = -(g * (exp_or_zero(x - max) / sum));
+            *d = x - max;
+        }
+        T::exp_slice(d);
+        for d in d.iter_mut() {
+            *d = -(g * (*d / sum));
         }
         if let Some(d) = d.get_mut(targets[row] as usize) {
             *d += g;

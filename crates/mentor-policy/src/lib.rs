@@ -54,6 +54,7 @@ pub mod sampling;
 pub mod source;
 pub mod threads;
 pub mod tokenizer;
+pub mod vexp;
 
 pub use chat_template::{ChatTemplate, Message};
 pub use config::Config;
