@@ -58,11 +58,12 @@ pub fn positions(valid: &[Vec<bool>], start: &[usize], device: &Device) -> Resul
 
 /// Left-pads `rows` with `pad` to the longest row. Returns the flat ids (`B * T`), the
 /// validity of each column and `T`.
-pub fn left_pad(rows: &[Vec<u32>], pad: u32) -> (Vec<u32>, Vec<Vec<bool>>, usize) {
-    let t = rows.iter().map(Vec::len).max().unwrap_or(0);
+pub fn left_pad<R: AsRef<[u32]>>(rows: &[R], pad: u32) -> (Vec<u32>, Vec<Vec<bool>>, usize) {
+    let t = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
     let mut ids = Vec::with_capacity(rows.len() * t);
     let mut valid = Vec::with_capacity(rows.len());
     for r in rows {
+        let r = r.as_ref();
         let n = t - r.len();
         ids.extend(std::iter::repeat_n(pad, n));
         ids.extend_from_slice(r);

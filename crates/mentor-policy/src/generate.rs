@@ -185,9 +185,8 @@ impl Policy {
                 cache.select_rows(&vec![0; plan.rests.len()])?;
             }
         }
-        let rests: Vec<Vec<u32>> = plan.rests.iter().map(|r| r.to_vec()).collect();
-        let (ids, valid, t) = left_pad(&rests, pad);
-        let u = rests.len();
+        let (ids, valid, t) = left_pad(&plan.rests, pad);
+        let u = plan.rests.len();
         let mut key_valid: Vec<Vec<bool>> = valid
             .iter()
             .map(|v| std::iter::repeat_n(true, plan.shared).chain(v.iter().copied()).collect())

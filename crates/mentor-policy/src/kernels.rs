@@ -72,6 +72,8 @@ impl Real for f32 {
     fn ln(self) -> Self {
         f32::ln(self)
     }
+    // 8 lanes at a time; 0 below -87.33 rather than `EXP_ZERO_BELOW` (it drops subnormals,
+    // under 1e-38 of the sums of at least 1 these enter).
     fn exp_slice(xs: &mut [Self]) {
         crate::vexp::exp_in_place(xs)
     }

@@ -41,8 +41,8 @@ pub fn exp_in_place(xs: &mut [f32]) {
     }
 }
 
-/// `Σ exp(x - shift)` over `xs` (8 partial sums on AVX2, so the order differs from a
-/// sequential sum by rounding only).
+/// `Σ exp(x - shift)` over `xs`: the exponentials of each 256-element chunk are taken with
+/// [`exp_in_place`] in a stack buffer and summed in order, the chunk sums then added in order.
 pub fn sum_exp_minus(xs: &[f32], shift: f32) -> f32 {
     let mut buf = [0f32; 256];
     let mut total = 0f32;
