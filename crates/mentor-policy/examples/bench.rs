@@ -80,11 +80,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
     };
     // As the `mentor` binary: candle's pool helpers spin briefly (see `threads::POOL_SPIN_LIMIT`).
-    if std::env::var_os("CANDLE_BARRIER_POOL_SPIN_LIMIT").is_none() {
-        std::env::set_var(
-            "CANDLE_BARRIER_POOL_SPIN_LIMIT",
-            mentor_policy::threads::POOL_SPIN_LIMIT.to_string(),
-        );
+    use mentor_policy::threads::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
+    if std::env::var_os(POOL_SPIN_VAR).is_none() {
+        std::env::set_var(POOL_SPIN_VAR, POOL_SPIN_LIMIT.to_string());
     }
     let new_tokens = arg("--new-tokens", 32);
     let train_batch = arg("--train-batch", 4);

@@ -75,7 +75,10 @@ impl Policy {
         let (b, dev, dtype) = (prompts.len(), model.device().clone(), model.dtype());
         let p_len = prompts.iter().map(Vec::len).max().unwrap_or(0);
         let c_len = completions.iter().map(Vec::len).max().unwrap_or(0).max(1);
-        let t = p_len + c_len;
+        // Input columns: the last token of a row never predicts a completion token, so `t` stops
+        // one short and the logits from `p_len - 1` on are exactly the `c_len` needed (no narrow
+        // of the `[B, C, vocab]` logits, whose backward would be passes over all of them).
+        let t = p_len + c_len - 1;
         let pad = self.tokenizer().pad_id();
         let mut ids = Vec::with_capacity(b * t);
         let mut valid = Vec::with_capacity(b);
@@ -83,24 +86,16 @@ impl Policy {
         let mut mask = Vec::with_capacity(b * c_len);
         for (p, c) in prompts.iter().zip(completions) {
             let lead = p_len - p.len();
-            ids.extend(std::iter::repeat_n(pad, lead));
-            ids.extend_from_slice(p);
-            ids.extend_from_slice(c);
-            ids.extend(std::iter::repeat_n(pad, c_len - c.len()));
+            let row = std::iter::repeat_n(pad, lead).chain(p.iter().copied()).chain(c.iter().copied());
+            ids.extend(row.chain(std::iter::repeat(pad)).take(t));
             valid.push((0..t).map(|i| i >= lead && i < p_len + c.len()).collect::<Vec<bool>>());
             targets.extend_from_slice(c);
             targets.extend(std::iter::repeat_n(0u32, c_len - c.len()));
             mask.extend((0..c_len).map(|j| if j < c.len() { 1f32 } else { 0f32 }));
         }
-        // The last column is never an input that predicts a completion token: run `t - 1`
-        // columns, whose logits from `p_len - 1` on are exactly the `c_len` needed (no narrow
-        // of the `[B, C, vocab]` logits, whose backward would be passes over all of them).
-        let ids = Tensor::from_vec(ids, (b, t), &dev)?.narrow(1, 0, t - 1)?;
-        for v in &mut valid {
-            v.truncate(t - 1);
-        }
+        let ids = Tensor::from_vec(ids, (b, t), &dev)?;
         let pos = positions(&valid, &vec![0; b], &dev)?;
-        let att = attention_mask(&valid, t - 1, dtype, &dev)?;
+        let att = attention_mask(&valid, t, dtype, &dev)?;
         let logits = model.forward(&ids, &pos, &att, None, p_len - 1, opts.kernels)?;
         let logits = if opts.temperature == 1.0 { logits } else { (logits / opts.temperature)? };
         let targets = Tensor::from_vec(targets, (b, c_len), &dev)?;

@@ -65,13 +65,18 @@ pub fn matmul_t(x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
     }
     if !supported(x, w) {
         let m = x.elem_count() / k.max(1);
-        let mut out = dims.to_vec();
-        if let Some(last) = out.last_mut() {
-            *last = n;
-        }
-        return x.reshape((m, k))?.matmul(&w.t()?)?.reshape(out);
+        return x.reshape((m, k))?.matmul(&w.t()?)?.reshape(out_dims(dims, n));
     }
     x.contiguous()?.apply_op2(&w.contiguous()?, MatmulT)
+}
+
+/// The dims of `x · wᵀ`: those of `x` with the last (`K`) replaced by `n`.
+fn out_dims(dims: &[usize], n: usize) -> Vec<usize> {
+    let mut out = dims.to_vec();
+    if let Some(last) = out.last_mut() {
+        *last = n;
+    }
+    out
 }
 
 /// The custom op over `[.., K]` (`M` rows) and `[N, K]`.
@@ -95,10 +100,7 @@ impl CustomOp2 for MatmulT {
             bail!("matmul_t: x {dims:?} and w [{n}, {k}] differ in K");
         }
         let m = l1.shape().elem_count() / k.max(1);
-        let mut out = dims.to_vec();
-        if let Some(last) = out.last_mut() {
-            *last = n;
-        }
+        let out = out_dims(dims, n);
         if m == 1 || m > SMALL_M {
             // candle's gemm on the same buffers, `w` read through a transposed layout.
             if !(l1.is_contiguous() && l2.is_contiguous()) {

@@ -19,6 +19,10 @@ use crate::error::{Error, Result};
 /// elements (most of decoding's) without the pool.
 pub const POOL_SPIN_LIMIT: u32 = 300;
 
+/// The environment variable candle reads [`POOL_SPIN_LIMIT`]'s kind of value from (once, when
+/// its element-wise pool starts).
+pub const POOL_SPIN_VAR: &str = "CANDLE_BARRIER_POOL_SPIN_LIMIT";
+
 /// Builds rayon's global pool with `n` threads (`n >= 1`). Fails if the pool was already
 /// initialised (by an earlier call or by a tensor op).
 pub fn set_threads(n: usize) -> Result<()> {

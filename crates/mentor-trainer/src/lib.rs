@@ -31,9 +31,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// candle's variable for how long its element-wise pool's helpers spin before they sleep.
-const SPIN_VAR: &str = "CANDLE_BARRIER_POOL_SPIN_LIMIT";
-
 /// Entry point of the `mentor` binary: parses arguments, runs the subcommand, reports errors.
 pub fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -49,8 +46,9 @@ pub fn main() -> ExitCode {
     // After each element-wise op, candle's pool helpers spin 25,000 times before they sleep,
     // on cores that gemm's rayon workers need next: with 2 threads that was 7% of a SmolLM2
     // training step's CPU time, and a step 6% slower than with 300 (docs/PERFORMANCE.md).
-    if std::env::var_os(SPIN_VAR).is_none() {
-        std::env::set_var(SPIN_VAR, mentor_policy::threads::POOL_SPIN_LIMIT.to_string());
+    use mentor_policy::threads::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
+    if std::env::var_os(POOL_SPIN_VAR).is_none() {
+        std::env::set_var(POOL_SPIN_VAR, POOL_SPIN_LIMIT.to_string());
     }
     if let Some(n) = per_process {
         for var in ["RAYON_NUM_THREADS", "CANDLE_NUM_THREADS"] {
