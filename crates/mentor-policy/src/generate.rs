@@ -145,6 +145,20 @@ impl Policy {
     /// Generates one completion per prompt (token ids, e.g. from [`Policy::encode_chat`]).
     /// Errors on an empty prompt or an id outside the vocabulary.
     pub fn generate(&self, prompts: &[Vec<u32>], cfg: &GenerateConfig) -> Result<Vec<Generation>> {
+        // A `stop` that is never true: the same loop, and `None` cannot come back.
+        Ok(self.generate_until(prompts, cfg, || false)?.unwrap_or_default())
+    }
+
+    /// [`Policy::generate`] that can be abandoned: `stop` is asked before the prefill and
+    /// before each decode step, and once it returns true generation ends and `Ok(None)` comes
+    /// back (a server whose client went away, a deadline). While `stop` returns false the
+    /// results are exactly [`Policy::generate`]'s; it costs one call per step.
+    pub fn generate_until(
+        &self,
+        prompts: &[Vec<u32>],
+        cfg: &GenerateConfig,
+        mut stop: impl FnMut() -> bool,
+    ) -> Result<Option<Vec<Generation>>> {
         cfg.sampler.validate()?;
         let model = self.model();
         let vocab = model.config().vocab_size;
@@ -162,7 +176,14 @@ impl Policy {
         let mut rows: Vec<Row> =
             prompts.iter().map(|_| Row { ids: vec![], logprobs: vec![], done: None, cut: None }).collect();
         if prompts.is_empty() || cfg.max_new_tokens == 0 {
-            return rows.into_iter().map(|r| self.finish(r, FinishReason::Length)).collect();
+            return rows
+                .into_iter()
+                .map(|r| self.finish(r, FinishReason::Length))
+                .collect::<Result<_>>()
+                .map(Some);
+        }
+        if stop() {
+            return Ok(None);
         }
         let dev = model.device().clone();
         let b = prompts.len();
@@ -207,6 +228,9 @@ impl Policy {
         // Original row of each batch slot; shrinks as finished rows are dropped.
         let mut active: Vec<usize> = (0..b).collect();
         for _step in 0..cfg.max_new_tokens {
+            if stop() {
+                return Ok(None);
+            }
             let host: Vec<Vec<f32>> = logits.squeeze(1)?.to_dtype(DType::F32)?.to_vec2()?;
             let mut next = vec![pad; active.len()];
             for (slot, &r) in active.iter().enumerate() {
@@ -262,7 +286,8 @@ impl Policy {
                 let reason = r.done.unwrap_or(FinishReason::Length);
                 self.finish(r, reason)
             })
-            .collect()
+            .collect::<Result<_>>()
+            .map(Some)
     }
 
     fn finish(&self, row: Row, reason: FinishReason) -> Result<Generation> {
@@ -309,6 +334,34 @@ mod tests {
         let ps = vec![vec![7], vec![7]];
         let plan = PrefillPlan::new(&ps, true);
         assert_eq!((plan.shared, plan.rests.len()), (0, 1));
+    }
+
+    #[test]
+    fn generate_until_stops_when_asked_and_changes_nothing_otherwise() {
+        use crate::config::Config;
+        use candle_core::Device;
+        let policy =
+            Policy::char_level("abcdefgh ", Config::tiny(0, 32, 2, 4, 2), 3, DType::F32, &Device::Cpu)
+                .unwrap();
+        let prompts = vec![policy.tokenizer().encode("abc").unwrap(); 2];
+        let cfg = GenerateConfig { max_new_tokens: 12, seed: 5, ..GenerateConfig::default() };
+        let want = policy.generate(&prompts, &cfg).unwrap();
+        let mut asked = 0;
+        let got = policy.generate_until(&prompts, &cfg, || {
+            asked += 1;
+            false
+        });
+        assert_eq!(got.unwrap(), Some(want.clone()));
+        // Once before the prefill, then once per decode step.
+        let steps = want.iter().map(|g| g.token_ids.len()).max().unwrap();
+        assert_eq!(asked, 1 + steps);
+        let mut asked = 0;
+        let got = policy.generate_until(&prompts, &cfg, || {
+            asked += 1;
+            asked == 3
+        });
+        assert_eq!((got.unwrap(), asked), (None, 3));
+        assert_eq!(policy.generate_until(&prompts, &cfg, || true).unwrap(), None);
     }
 
     #[test]

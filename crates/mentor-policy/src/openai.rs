@@ -16,7 +16,13 @@
 //! Bad requests get OpenAI-style error bodies (`{"error":{"message","type","param","code"}}`)
 //! with 400 (invalid JSON or field), 404 (unknown path), 405 (wrong method) or 500 (the model
 //! failed). Without `seed`, request `k` of the service uses seed `k`, so a server's replies are
-//! reproducible from its start.
+//! reproducible from its start (in order of arrival).
+//!
+//! A server that wants to answer cheap requests while a generation runs, or to abandon one,
+//! splits [`ChatService::handle`] in two: [`ChatService::route`] answers everything but a chat
+//! completion at once (and validates that one, rendering its prompt), and
+//! [`ChatService::complete`] runs the generation, asking a `stop` callback once per decode
+//! step. `ChatService` is `Sync`: several threads may generate at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -52,7 +58,12 @@ impl Reply {
         let code = match status {
             404 => Some("not_found"),
             405 => Some("method_not_allowed"),
+            408 => Some("request_timeout"),
+            411 => Some("length_required"),
             413 => Some("request_too_large"),
+            431 => Some("headers_too_large"),
+            503 => Some("server_busy"),
+            504 => Some("timeout"),
             _ => None,
         };
         Self {
@@ -228,6 +239,27 @@ pub fn parse_request(body: &[u8], cfg: &ServiceConfig, fallback_seed: u64) -> Re
     Ok(ChatParams { messages, generate, n })
 }
 
+/// A validated chat-completions request, ready to generate: from [`ChatService::route`], run
+/// by [`ChatService::complete`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatJob {
+    /// The request's number in the service (its `id` is `chatcmpl-{k}`).
+    pub k: u64,
+    /// What to generate.
+    pub params: ChatParams,
+    /// The rendered, encoded prompt.
+    pub prompt: Vec<u32>,
+}
+
+/// What a request needs: an answer now, or a generation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Routed {
+    /// The answer (models, errors).
+    Reply(Reply),
+    /// A valid chat completion: generating it is the expensive part.
+    Generate(ChatJob),
+}
+
 /// Chat completions over one policy.
 #[derive(Debug)]
 pub struct ChatService {
@@ -257,17 +289,34 @@ impl ChatService {
         &self.cfg
     }
 
-    /// Routes one request. `path` may carry a query string (ignored).
+    /// Routes and answers one request, generating if it is a chat completion. `path` may
+    /// carry a query string (ignored).
     pub fn handle(&self, method: &str, path: &str, body: &[u8]) -> Reply {
+        match self.route(method, path, body) {
+            Routed::Reply(reply) => reply,
+            Routed::Generate(job) => self.complete(job, || false).unwrap_or_else(|| {
+                Reply::error(500, "server_error", "generation stopped without being asked to", None)
+            }),
+        }
+    }
+
+    /// Routes one request without generating: everything but a valid chat completion is
+    /// answered ([`Routed::Reply`]); a chat completion is validated and its prompt rendered
+    /// ([`Routed::Generate`]). `path` may carry a query string (ignored).
+    pub fn route(&self, method: &str, path: &str, body: &[u8]) -> Routed {
         let path = path.split('?').next().unwrap_or("").trim_end_matches('/');
-        match (method, path) {
-            ("POST", "/v1/chat/completions") => self.chat_completions(body),
+        let reply = match (method, path) {
+            ("POST", "/v1/chat/completions") => match self.prepare(body) {
+                Ok(job) => return Routed::Generate(job),
+                Err(reply) => reply,
+            },
             ("GET", "/v1/models") => Reply::ok(json!({"object": "list", "data": [self.model_entry()]})),
             (_, "/v1/chat/completions") | (_, "/v1/models") => {
                 Reply::error(405, "invalid_request_error", format!("{method} is not allowed on {path}"), None)
             }
             _ => Reply::error(404, "invalid_request_error", format!("no route for {method} {path}"), None),
-        }
+        };
+        Routed::Reply(reply)
     }
 
     fn model_entry(&self) -> Value {
@@ -276,18 +325,21 @@ impl ChatService {
 
     /// Answers a chat-completions body.
     pub fn chat_completions(&self, body: &[u8]) -> Reply {
+        self.handle("POST", "/v1/chat/completions", body)
+    }
+
+    /// Validates a chat-completions body and renders its prompt: the job to generate, or the
+    /// error reply.
+    pub fn prepare(&self, body: &[u8]) -> Result<ChatJob, Reply> {
         let k = self.requests.fetch_add(1, Ordering::Relaxed);
-        let params = match parse_request(body, &self.cfg, k) {
-            Ok(p) => p,
-            Err(reply) => return reply,
-        };
-        let prompt = match self.policy.encode_chat(&params.messages) {
-            Ok(ids) => ids,
-            Err(e) => return Reply::error(400, "invalid_request_error", e.to_string(), Some("messages")),
-        };
+        let params = parse_request(body, &self.cfg, k)?;
+        let prompt = self
+            .policy
+            .encode_chat(&params.messages)
+            .map_err(|e| Reply::error(400, "invalid_request_error", e.to_string(), Some("messages")))?;
         let context = self.policy.config().max_position_embeddings;
         if prompt.len() + params.generate.max_new_tokens > context {
-            return Reply::error(
+            return Err(Reply::error(
                 400,
                 "invalid_request_error",
                 format!(
@@ -296,12 +348,22 @@ impl ChatService {
                     params.generate.max_new_tokens
                 ),
                 Some("messages"),
-            );
+            ));
         }
+        Ok(ChatJob { k, params, prompt })
+    }
+
+    /// Generates a prepared job's reply. `stop` is asked before the prefill and once per
+    /// decode step; once it returns true the generation is abandoned and `None` comes back.
+    pub fn complete(&self, job: ChatJob, stop: impl FnMut() -> bool) -> Option<Reply> {
+        let ChatJob { k, params, prompt } = job;
         let prompts = vec![prompt.clone(); params.n];
-        let gens = match self.policy.generate(&prompts, &params.generate) {
-            Ok(g) => g,
-            Err(e) => return Reply::error(500, "server_error", format!("generation failed: {e}"), None),
+        let gens = match self.policy.generate_until(&prompts, &params.generate, stop) {
+            Ok(Some(g)) => g,
+            Ok(None) => return None,
+            Err(e) => {
+                return Some(Reply::error(500, "server_error", format!("generation failed: {e}"), None))
+            }
         };
         let completion_tokens: usize = gens.iter().map(|g| g.token_ids.len()).sum();
         let choices: Vec<Value> = gens
@@ -319,7 +381,7 @@ impl ChatService {
                 })
             })
             .collect();
-        Reply::ok(json!({
+        Some(Reply::ok(json!({
             "id": format!("chatcmpl-{k}"),
             "object": "chat.completion",
             "created": unix_now(),
@@ -330,7 +392,7 @@ impl ChatService {
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt.len() + completion_tokens,
             },
-        }))
+        })))
     }
 }
 
@@ -434,6 +496,47 @@ mod tests {
         assert_eq!(s.handle("POST", "/v1/models", b"").status, 405);
         let r = s.handle("GET", "/v2/anything", b"");
         assert_eq!((r.status, r.body["error"]["code"].as_str()), (404, Some("not_found")));
+    }
+
+    #[test]
+    fn route_answers_cheap_requests_and_defers_generation() {
+        let s = service();
+        assert!(matches!(s.route("GET", "/v1/models", b""), Routed::Reply(r) if r.status == 200));
+        assert!(
+            matches!(s.route("POST", "/v1/chat/completions", b"{}"), Routed::Reply(r) if r.status == 400)
+        );
+        let body =
+            json!({"messages": [{"role": "user", "content": "abc"}], "temperature": 0, "max_tokens": 6});
+        let Routed::Generate(job) = s.route("POST", "/v1/chat/completions", body.to_string().as_bytes())
+        else {
+            panic!("a valid chat completion is a job");
+        };
+        assert_eq!(job.params.generate.max_new_tokens, 6);
+        assert_eq!(job.prompt, s.policy().encode_chat(&[Message::user("abc")]).unwrap());
+        // Completed without stopping: the same reply as `handle` (but for the request number).
+        let mut steps = 0;
+        let done = s
+            .complete(job.clone(), || {
+                steps += 1;
+                false
+            })
+            .unwrap();
+        assert!(steps >= 2, "asked before the prefill and per step");
+        let direct = post(&s, body);
+        assert_eq!(done.body["choices"], direct.body["choices"]);
+        // Stopped: nothing comes back, and the stop was asked no more after it said yes.
+        let mut asked = 0;
+        let stopped = s.complete(job, || {
+            asked += 1;
+            asked == 2
+        });
+        assert_eq!((stopped, asked), (None, 2));
+    }
+
+    #[test]
+    fn the_service_can_be_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<ChatService>();
     }
 
     #[test]
