@@ -46,3 +46,30 @@ fn verify_math_judges_each_line_in_order() {
     assert!(stderr.contains("checked 30, correct 20") && stderr.contains("malformed 1"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Bad bytes and malformed lines are reported by line number and the run goes on; an input in
+/// which nothing could be judged exits non-zero.
+#[test]
+fn verify_math_reports_bad_lines_and_fails_when_nothing_is_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.jsonl");
+    let mut input = b"{\"id\":1,\"gold\":\"5\",\"completion\":\"\\\\boxed{5}\"}\n".to_vec();
+    input.extend_from_slice(b"{\"id\":2,\"gold\":\"5\",\"completion\":\"\xff\xfe\"}\n");
+    input.extend_from_slice(b"{\"id\":3,\"gold\":\"7\",\"completion\":\"7\"}\n");
+    std::fs::write(&file, &input).unwrap();
+    let out = mentor().args(["verify", "math", "--input"]).arg(&file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[1]["line"], 2);
+    assert!(lines[1]["error"].as_str().unwrap().contains("UTF-8"), "{}", lines[1]);
+    assert_eq!((lines[0]["correct"].as_bool(), lines[2]["correct"].as_bool()), (Some(true), Some(true)));
+
+    std::fs::write(&file, "not json\n{\"id\": 1}\n").unwrap();
+    let out = mentor().args(["verify", "math", "--input"]).arg(&file).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "every line malformed must fail: {stderr}");
+    assert!(stderr.contains("none of the 2"), "{stderr}");
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2, "each bad line still reported");
+}

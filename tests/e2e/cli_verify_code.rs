@@ -49,3 +49,32 @@ fn verify_code_runs_humaneval_records_in_the_sandbox() {
     assert!(stderr.contains('5'), "summary on stderr: {stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A record that is not UTF-8 is reported with its line number and the records around it are
+/// still judged; an input of only malformed records exits non-zero.
+#[test]
+fn verify_code_reports_bad_bytes_and_fails_when_nothing_is_judged() {
+    let rec = |id: &str, completion: &str| {
+        serde_json::json!({"id": id, "completion": completion, "tests": [{"input": "", "output": "5"}]})
+            .to_string()
+    };
+    let mut input = format!("{}\n", rec("a", "print(5)")).into_bytes();
+    input.extend_from_slice(b"{\"id\": \"b\", \"completion\": \"print(\xff)\", \"tests\": []}\n");
+    input.extend_from_slice(format!("{}\n", rec("c", "print(6)")).as_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.jsonl");
+    std::fs::write(&file, &input).unwrap();
+    let out = mentor().args(["verify", "code", "--format", "stdio", "--input"]).arg(&file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["passed"], true);
+    let why = lines[1]["error"].as_str().unwrap();
+    assert!(why.contains("line 2") && why.contains("UTF-8"), "{why}");
+    assert_eq!(lines[2]["passed"], false);
+
+    std::fs::write(&file, "{\"id\": \"x\"}\nnot json\n").unwrap();
+    let out = mentor().args(["verify", "code", "--format", "stdio", "--input"]).arg(&file).output().unwrap();
+    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -27,6 +27,7 @@ mod completion;
 pub mod datasets;
 mod diagnosis;
 mod error;
+mod input_lines;
 mod mentor;
 mod task;
 mod verdict;
@@ -35,6 +36,7 @@ mod verifier;
 pub use completion::{Completion, FinishReason};
 pub use diagnosis::{Diagnosis, Evidence, FailureCategory, Hint, HintLevel, HintSource};
 pub use error::{DatasetError, Error, Result};
+pub use input_lines::{input_lines, InputLine, InputLines};
 pub use mentor::{Attempt, GuardRejection, Intervention, Mentor, MentorError, MentorRequest};
 pub use task::{CodeHarness, CodePayload, IoCase, MathPayload, Message, Payload, Role, Task, TaskMeta};
 pub use verdict::{

@@ -88,13 +88,15 @@ pub fn run_jsonl(
     verifier: &CodeVerifier<'_>,
 ) -> Result<Summary> {
     let mut summary = Summary::default();
-    let mut chunk: Vec<(usize, String)> = Vec::with_capacity(CHUNK);
-    for (n, line) in reader.lines().enumerate() {
-        let line = line.map_err(Error::Stream)?;
-        if line.trim().is_empty() {
+    let mut chunk: Vec<(usize, std::result::Result<String, String>)> = Vec::with_capacity(CHUNK);
+    for item in mentor_core::input_lines(reader) {
+        let (n, line) = item.map_err(Error::Stream)?;
+        // A line that is not UTF-8 is reported on its output line; the run goes on.
+        let line = line.into_text();
+        if line.as_ref().is_ok_and(|l| l.trim().is_empty()) {
             continue;
         }
-        chunk.push((n + 1, line));
+        chunk.push((n, line));
         if chunk.len() == CHUNK {
             flush(&mut chunk, &mut writer, format, verifier, &mut summary)?;
         }
@@ -105,13 +107,19 @@ pub fn run_jsonl(
 }
 
 fn flush(
-    chunk: &mut Vec<(usize, String)>,
+    chunk: &mut Vec<(usize, std::result::Result<String, String>)>,
     writer: &mut impl Write,
     format: Format,
     verifier: &CodeVerifier<'_>,
     summary: &mut Summary,
 ) -> Result<()> {
-    let parsed: Vec<Parsed> = chunk.drain(..).map(|(n, line)| parse_record(n, &line, format)).collect();
+    let parsed: Vec<Parsed> = chunk
+        .drain(..)
+        .map(|(n, line)| match line {
+            Ok(line) => parse_record(n, &line, format),
+            Err(why) => (Value::Null, Err(format!("line {n}: {why}"))),
+        })
+        .collect();
     let items: Vec<(&Task, &str)> =
         parsed.iter().filter_map(|(_, r)| r.as_ref().ok()).map(|(t, c)| (t, c.as_str())).collect();
     let mut verdicts = verifier.verify_batch(&items).into_iter();

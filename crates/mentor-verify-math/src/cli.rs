@@ -102,7 +102,11 @@ fn outcome_name(o: MathOutcome) -> String {
         .unwrap_or_else(|| format!("{o:?}"))
 }
 
-fn judge(line_no: usize, line: &str, cfg: &Config) -> Item {
+fn judge(line_no: usize, line: &std::result::Result<String, String>, cfg: &Config) -> Item {
+    let line = match line {
+        Ok(line) => line,
+        Err(why) => return Item::Bad(Value::Null, line_no, why.clone()),
+    };
     match serde_json::from_str::<InputLine>(line) {
         Ok(inp) => Item::Ok(inp.id, crate::check_feedback(&inp.gold, &inp.completion, cfg)),
         Err(e) => {
@@ -117,7 +121,7 @@ fn judge(line_no: usize, line: &str, cfg: &Config) -> Item {
 }
 
 fn flush(
-    chunk: &mut Vec<(usize, String)>,
+    chunk: &mut Vec<(usize, std::result::Result<String, String>)>,
     out: &mut dyn Write,
     summary: &mut Summary,
     cfg: &Config,
@@ -163,19 +167,12 @@ pub fn run_jsonl(
     cfg: &Config,
 ) -> Result<Summary> {
     let mut summary = Summary::default();
-    let mut chunk: Vec<(usize, String)> = Vec::with_capacity(CHUNK);
-    for (k, line) in input.lines().enumerate() {
-        let line_no = k + 1;
-        let line = match line {
-            Ok(l) => l,
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                // Not UTF-8: report the line, keep going.
-                chunk.push((line_no, String::from("\u{fffd}")));
-                continue;
-            }
-            Err(source) => return Err(Error::Io { during: format!("reading input line {line_no}"), source }),
-        };
-        if line.trim().is_empty() {
+    let mut chunk: Vec<(usize, std::result::Result<String, String>)> = Vec::with_capacity(CHUNK);
+    for item in mentor_core::input_lines(input) {
+        let (line_no, line) = item.map_err(|source| Error::Io { during: "reading input".into(), source })?;
+        // A line that is not UTF-8 is reported on its output line; the run goes on.
+        let line = line.into_text();
+        if line.as_ref().is_ok_and(|l| l.trim().is_empty()) {
             continue;
         }
         chunk.push((line_no, line));
@@ -227,5 +224,21 @@ mod tests {
         assert_eq!((s.checked, s.correct, s.malformed), (2, 1, 2));
         let text = String::from_utf8(err).unwrap();
         assert!(text.starts_with("checked 2, correct 1 (50.0%), malformed 2"), "{text}");
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_named_and_the_rest_is_judged() {
+        let mut input = b"{\"id\":1,\"gold\":\"2\",\"completion\":\"2\"}\n".to_vec();
+        input.extend_from_slice(b"{\"id\":2,\"gold\":\"2\",\"completion\":\"\xff\"}\n");
+        input.extend_from_slice(b"{\"id\":3,\"gold\":\"2\",\"completion\":\"3\"}\n");
+        let mut out = Vec::new();
+        let s = run_jsonl(input.as_slice(), &mut out, std::io::sink(), &Config::default()).unwrap();
+        let lines: Vec<Value> =
+            String::from_utf8(out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[1]["line"], 2);
+        assert!(lines[1]["error"].as_str().unwrap().contains("not valid UTF-8"), "{}", lines[1]);
+        assert_eq!((lines[0]["correct"].as_bool(), lines[2]["correct"].as_bool()), (Some(true), Some(false)));
+        assert_eq!((s.checked, s.malformed), (2, 1));
     }
 }

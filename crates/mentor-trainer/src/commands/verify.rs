@@ -33,5 +33,19 @@ pub fn math(args: &VerifyMathArgs) -> Result<()> {
     } else {
         err.write_all(&text)?;
     }
-    Ok(())
+    nothing_judged(summary.checked, summary.malformed)
+}
+
+/// An error when no record was judged: an input of only malformed (or no) lines is a mistake
+/// the caller must see in the exit status, not a run with nothing to report.
+pub(crate) fn nothing_judged(judged: usize, malformed: usize) -> Result<()> {
+    if judged > 0 {
+        return Ok(());
+    }
+    if malformed > 0 {
+        anyhow::bail!(
+            "none of the {malformed} input records could be judged (each is reported on its output line)"
+        );
+    }
+    anyhow::bail!("the input holds no records\nhint: pass a JSONL file with one record per line")
 }

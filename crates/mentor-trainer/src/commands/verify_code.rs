@@ -38,5 +38,5 @@ pub fn run(args: &VerifyCodeArgs) -> Result<()> {
     } else {
         writeln!(err, "{summary}")?;
     }
-    Ok(())
+    super::verify::nothing_judged(summary.passed + summary.failed, summary.errors)
 }
