@@ -44,3 +44,23 @@ fn generate_matches_transformers_greedy_on_smollm2() {
     assert_eq!(got["text"], "The capital of France is Paris.");
     assert_eq!(got["finish_reason"], "stop");
 }
+
+/// A model argument meant as a local path that does not exist is an error naming it, never a
+/// Hub request (which would fail on the network, and carry `HF_TOKEN` if set).
+#[test]
+fn a_missing_local_model_path_is_named_not_sent_to_the_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("runs")).unwrap();
+    let out = mentor()
+        .current_dir(dir.path())
+        .env("HF_TOKEN", "hf_secret_never_sent")
+        .env_remove("HF_HUB_OFFLINE")
+        .args(["generate", "--model", "runs/typo", "--prompt", "hi"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("runs/typo") && err.contains("no model file or directory"), "{err}");
+    // A Hub failure reads `hub runs/typo/config.json: <reason>`.
+    assert!(!err.contains("hub runs/typo/"), "the Hub was asked: {err}");
+}

@@ -62,6 +62,9 @@ pub enum Error {
         /// Why it failed.
         reason: String,
     },
+    /// A model argument meant as a local path names no file or directory.
+    #[error("no model file or directory at `{}` (a local path; Hub repository ids are `owner/name`)", .0.display())]
+    ModelNotFound(PathBuf),
     /// The chat template failed to compile or render, or the model has none.
     #[error("chat template: {0}")]
     ChatTemplate(String),

@@ -268,10 +268,34 @@ fn load_files(f: &dyn Fetch, dtype: DType, device: &Device) -> Result<ModelFiles
     Ok(ModelFiles { config, weights, tokenizer, chat_template })
 }
 
+/// Whether a model argument that names no existing file or directory was still meant as a
+/// local path, so that it must not be sent to the Hub as a repository id (with a token, if
+/// one is set): an absolute or explicitly relative path, a home-relative one, more than one
+/// `/`, a backslash, a file extension of model files, or a first component that is an
+/// existing local directory (`runs/typo` when `runs/` exists).
+pub fn looks_local(arg: &str) -> bool {
+    const EXTENSIONS: [&str; 5] = [".gguf", ".safetensors", ".bin", ".json", ".pt"];
+    if arg.starts_with('/') || arg.starts_with("./") || arg.starts_with("../") || arg.starts_with('~') {
+        return true;
+    }
+    if arg == "." || arg == ".." || arg.contains('\\') || arg.matches('/').count() > 1 {
+        return true;
+    }
+    let repo = arg.split_once('@').map_or(arg, |(r, _)| r);
+    if EXTENSIONS.iter().any(|e| repo.ends_with(e)) {
+        return true;
+    }
+    match repo.split_once('/') {
+        Some((first, _)) => Path::new(first).is_dir(),
+        None => false,
+    }
+}
+
 /// Reads the model at `source` with weights in `dtype` on `device`.
 pub fn load(source: &ModelSource, hub: &HubOptions, dtype: DType, device: &Device) -> Result<ModelFiles> {
     match source {
         ModelSource::Dir(d) => load_files(&DirFetch(d.clone()), dtype, device),
+        ModelSource::Hub { repo, .. } if looks_local(repo) => Err(Error::ModelNotFound(PathBuf::from(repo))),
         ModelSource::Hub { repo, revision } => {
             let repo = hf_hub::Repo::with_revision(
                 repo.clone(),
@@ -301,6 +325,26 @@ mod tests {
         assert_eq!(ModelSource::parse("/nowhere/m.gguf"), ModelSource::Gguf("/nowhere/m.gguf".into()));
         let d = tempfile::tempdir().unwrap();
         assert_eq!(ModelSource::parse(d.path().to_str().unwrap()), ModelSource::Dir(d.path().into()));
+    }
+
+    #[test]
+    fn missing_local_paths_are_not_hub_ids() {
+        let d = tempfile::tempdir().unwrap();
+        let typo = format!("{}/typo", d.path().display());
+        for arg in
+            [typo.as_str(), "./model", "../m", "~/models/x", "a/b/c", "runs\\x", "org/name.safetensors"]
+        {
+            assert!(looks_local(arg), "{arg}");
+            let err = load(&ModelSource::parse(arg), &HubOptions::default(), DType::F32, &Device::Cpu)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(arg) && err.contains("no model file or directory"), "{err}");
+        }
+        // `src/x` from this crate's directory: `src` exists here, so it is a local path.
+        assert!(looks_local("src/typo"));
+        for arg in ["HuggingFaceTB/SmolLM2-135M-Instruct", "Qwen/Qwen2.5-0.5B@v1", "gpt2"] {
+            assert!(!looks_local(arg), "{arg}");
+        }
     }
 
     #[test]
