@@ -239,6 +239,47 @@ fn corrupt_or_partial_checkpoints_are_named_not_resumed() {
 }
 
 #[test]
+fn resume_refuses_another_configuration_and_a_missing_run() {
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("run");
+    full_run(&run);
+    let run_json = std::fs::read_to_string(run.join("run.json")).unwrap();
+    let mut sets = tiny_sets(&run);
+    sets.extend(["strategy.arm=vanilla".into(), "run.seed=5".into()]);
+    let out = train(&sets, &["--resume"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`run.seed`") && err.contains("`strategy.arm`") && err.contains("config.toml"),
+        "{err}"
+    );
+    // Nothing was relabelled.
+    assert_eq!(std::fs::read_to_string(run.join("run.json")).unwrap(), run_json);
+
+    // --resume of a directory that does not exist is an error, and creates nothing.
+    let absent = root.path().join("absent");
+    let out = train(&tiny_sets(&absent), &["--resume"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not exist") && err.contains("absent"), "{err}");
+    assert!(!absent.exists());
+
+    // A bad pretraining rate is named as such, before any run directory is written.
+    let early = root.path().join("early");
+    let mut sets = tiny_sets(&early);
+    sets.push("pretrain.learning_rate=-0.5".into());
+    let out = train(&sets, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("`pretrain.learning_rate`"), "{err}");
+    assert!(!early.exists());
+
+    // An unknown preset lists the presets.
+    let out = mentor().args(["train", "--config", "dmeo"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("dmeo") && err.contains("gsm8k-smollm2"), "{err}");
+}
+
+#[test]
 fn config_errors_name_the_field_and_the_allowed_values() {
     let out = train(&["strategy.arm=mentr".into()], &[]);
     assert!(!out.status.success());

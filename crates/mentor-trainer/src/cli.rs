@@ -49,9 +49,16 @@ pub struct TrainArgs {
     /// Override a config value, e.g. `--set strategy.arm=vanilla` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Continue from the newest checkpoint in the run's output directory.
-    #[arg(long)]
+    /// Continue from the newest checkpoint in the run's output directory. The configuration
+    /// must be the run's own: only `run.steps`, `run.checkpoint_every`, `run.progress` and
+    /// the spelling of `run.output_dir` may change.
+    #[arg(long, conflicts_with = "fork")]
     pub resume: bool,
+    /// Continue from the newest checkpoint in the run's output directory under a *new*
+    /// configuration: a branch (the demo starts every arm from one copied warm-up this way).
+    /// The run's `config.toml` and `run.json` then describe the branch.
+    #[arg(long)]
+    pub fork: bool,
     /// Print the run summary as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,

@@ -363,8 +363,20 @@ impl TrainConfig {
         let (label, text) = match PRESETS.iter().find(|(n, _)| *n == path) {
             Some((name, text)) => (format!("preset `{name}`"), (*text).to_string()),
             None => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|source| Error::Io { path: PathBuf::from(path), source })?;
+                let text = std::fs::read_to_string(path).map_err(|source| {
+                    if source.kind() == std::io::ErrorKind::NotFound {
+                        let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+                        Error::Config {
+                            file: path.to_string(),
+                            message: format!(
+                                "no such file, and not a preset (presets: {})",
+                                names.join(", ")
+                            ),
+                        }
+                    } else {
+                        Error::Io { path: PathBuf::from(path), source }
+                    }
+                })?;
                 (path.to_string(), text)
             }
         };
@@ -478,6 +490,12 @@ impl TrainConfig {
             );
         }
         if self.pretrain.steps > 0 {
+            if !(self.pretrain.learning_rate > 0.0 && self.pretrain.learning_rate.is_finite()) {
+                return err(
+                    "pretrain.learning_rate",
+                    format!("{} (must be a finite number > 0)", self.pretrain.learning_rate),
+                );
+            }
             if self.pretrain.batch == 0 {
                 return err("pretrain.batch", "must be > 0".into());
             }
@@ -520,6 +538,44 @@ impl TrainConfig {
     /// The run directory.
     pub fn output_dir(&self) -> &Path {
         &self.run.output_dir
+    }
+
+    /// The dotted keys in which `self` differs from `saved` (the configuration a run was
+    /// started with), leaving out [`RESUMABLE_KEYS`]: what `--resume` must refuse, since a run
+    /// continued under another arm, seed, model or schedule would be labelled as one run.
+    pub fn resume_conflicts(&self, saved: &TrainConfig) -> Vec<String> {
+        let mut now = Vec::new();
+        let mut then = Vec::new();
+        flatten("", &toml::Value::try_from(self).unwrap_or(toml::Value::Boolean(false)), &mut now);
+        flatten("", &toml::Value::try_from(saved).unwrap_or(toml::Value::Boolean(true)), &mut then);
+        let now: std::collections::BTreeMap<String, toml::Value> = now.into_iter().collect();
+        let then: std::collections::BTreeMap<String, toml::Value> = then.into_iter().collect();
+        let mut keys: Vec<String> = now
+            .keys()
+            .chain(then.keys())
+            .filter(|k| !RESUMABLE_KEYS.contains(&k.as_str()) && now.get(*k) != then.get(*k))
+            .cloned()
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
+
+/// Keys that may differ between a run and its `--resume`: how long it runs, how often it
+/// checkpoints, whether it shows progress, and where its directory is spelled from.
+pub const RESUMABLE_KEYS: &[&str] = &["run.steps", "run.checkpoint_every", "run.progress", "run.output_dir"];
+
+/// `(dotted key, leaf value)` of every leaf of `v` (arrays are leaves).
+fn flatten(prefix: &str, v: &toml::Value, out: &mut Vec<(String, toml::Value)>) {
+    match v {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                flatten(&key, v, out);
+            }
+        }
+        leaf => out.push((prefix.to_string(), leaf.clone())),
     }
 }
 
@@ -605,6 +661,38 @@ mod tests {
         assert!(e.contains("hint_format") && e.contains("{prompt}"), "{e}");
         let e = TrainConfig::load("/nonexistent/x.toml", &[]).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/x.toml"), "{e}");
+    }
+
+    #[test]
+    fn unknown_presets_and_pretrain_rates_are_named() {
+        let e = TrainConfig::load("dmeo", &[]).unwrap_err().to_string();
+        assert!(e.contains("dmeo") && e.contains("not a preset") && e.contains("demo, gsm8k-smollm2"), "{e}");
+        let e = TrainConfig::load("demo", &["pretrain.learning_rate=-1".into()]).unwrap_err().to_string();
+        assert!(e.contains("`pretrain.learning_rate`") && e.contains("-1"), "{e}");
+        let e = TrainConfig::load("demo", &["pretrain.learning_rate=nan".into()]).unwrap_err().to_string();
+        assert!(e.contains("`pretrain.learning_rate`"), "{e}");
+    }
+
+    #[test]
+    fn resume_conflicts_name_every_changed_key_but_the_resumable_ones() {
+        let saved = TrainConfig::load("demo", &[]).unwrap();
+        let same = TrainConfig::load(
+            "demo",
+            &["run.steps=500".into(), "run.progress=false".into(), "run.output_dir=/elsewhere".into()],
+        )
+        .unwrap();
+        assert!(same.resume_conflicts(&saved).is_empty());
+        let other = TrainConfig::load(
+            "demo",
+            &[
+                "strategy.arm=vanilla".into(),
+                "run.seed=5".into(),
+                "model.layers=2".into(),
+                "run.steps=9".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(other.resume_conflicts(&saved), vec!["model.layers", "run.seed", "strategy.arm"]);
     }
 
     #[test]

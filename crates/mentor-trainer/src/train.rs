@@ -36,8 +36,12 @@ pub const CURRICULUM_STATIC_HINTS: &str = include_str!("../curriculum/static_hin
 /// How to run.
 #[derive(Debug, Clone, Default)]
 pub struct TrainOptions {
-    /// Continue from the newest checkpoint in the output directory.
+    /// Continue from the newest checkpoint in the output directory, with the run's own
+    /// configuration (anything but [`crate::config::RESUMABLE_KEYS`] differing is an error).
     pub resume: bool,
+    /// Continue from the newest checkpoint in the output directory under this (possibly
+    /// different) configuration: a branch of the run, relabelled as `cfg` says.
+    pub fork: bool,
     /// Set (by a Ctrl-C handler) to stop after the current step with a checkpoint.
     pub stop: Option<Arc<AtomicBool>>,
 }
@@ -403,6 +407,39 @@ impl Progress for Silent {
     fn note(&mut self, _: &str) {}
 }
 
+/// Refuses to continue a run directory that does not exist, or (unless `fork`) one that was
+/// started with a configuration differing from `cfg` in anything but
+/// [`crate::config::RESUMABLE_KEYS`].
+fn check_resumable(cfg: &TrainConfig, out: &Path, fork: bool) -> Result<()> {
+    if !out.is_dir() {
+        return Err(Error::Config {
+            file: "run.output_dir".into(),
+            message: format!(
+                "{} does not exist: there is no run to resume\nhint: drop --resume to start a new run, or point run.output_dir at an existing one",
+                out.display()
+            ),
+        });
+    }
+    if fork {
+        return Ok(());
+    }
+    let saved_path = out.join("config.toml");
+    let text = std::fs::read_to_string(&saved_path).map_err(Error::io(&saved_path))?;
+    let saved = TrainConfig::parse(&saved_path.display().to_string(), &text, &[])?;
+    let conflicts = cfg.resume_conflicts(&saved);
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Config {
+        file: saved_path.display().to_string(),
+        message: format!(
+            "--resume with a different configuration: {} differ from the run's (only {} may change when resuming)\nhint: resume with the run's own settings; to branch the run under new settings, copy its directory and pass --fork",
+            conflicts.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+            crate::config::RESUMABLE_KEYS.join(", ")
+        ),
+    })
+}
+
 /// Trains as `cfg` says; `code` verifies code tasks (None: math only).
 pub fn train(
     cfg: &TrainConfig,
@@ -413,10 +450,13 @@ pub fn train(
     let started = Instant::now();
     let out = cfg.output_dir().to_path_buf();
     let total = cfg.total_steps();
+    if opts.resume || opts.fork {
+        check_resumable(cfg, &out, opts.fork)?;
+    }
     std::fs::create_dir_all(&out).map_err(Error::io(&out))?;
     let metrics_path = out.join("metrics.jsonl");
     let eval_path = out.join("eval.jsonl");
-    let resumed = if opts.resume {
+    let resumed = if opts.resume || opts.fork {
         match checkpoint::latest(&out)? {
             Some(dir) => Some(checkpoint::load(&dir)?),
             None => {

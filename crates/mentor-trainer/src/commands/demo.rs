@@ -108,7 +108,8 @@ fn spawn(job: &Job, config: &str, base_sets: &[String]) -> Result<Child> {
         cmd.arg("--set").arg(s);
     }
     if job.resume {
-        cmd.arg("--resume");
+        // Each arm is a branch of the copied warm-up under its own arm, name and schedule.
+        cmd.arg("--fork");
     }
     cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
     cmd.spawn().with_context(|| format!("starting `mentor train` for {}", job.name))

@@ -11,7 +11,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let cfg = TrainConfig::load(&args.config, &args.sets)
         .context("invalid configuration\nhint: see configs/*.toml for every field and its default")?;
     let stop = super::progress::stop_flag();
-    let opts = TrainOptions { resume: args.resume, stop: Some(stop) };
+    let opts = TrainOptions { resume: args.resume, fork: args.fork, stop: Some(stop) };
     let mut bar = super::progress::Bar::new(&cfg.run.name, cfg.total_steps(), cfg.run.progress);
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
     let summary = super::sandbox::with_code(code, |v| {
