@@ -138,15 +138,12 @@ fn nullable_f64<'de, D: Deserializer<'de>>(de: D) -> Result<f64, D::Error> {
 /// `eval.jsonl` (run interrupted before its first evaluation) yields no eval rows.
 pub fn load_run(dir: &Path) -> Result<RunData, ReportError> {
     let meta = load_meta(&dir.join(RUN_FILE))?;
+    // A run that has not finished its first step yet has no metrics (nor evaluations): it is
+    // a run with no rows, not an error that would sink the report of every other run.
     let metrics_path = dir.join(METRICS_FILE);
-    let steps = read_jsonl::<StepRow>(&metrics_path)?;
+    let steps = read_jsonl_if_present::<StepRow>(&metrics_path)?;
     check_increasing(&metrics_path, &steps)?;
-    let eval_path = dir.join(EVAL_FILE);
-    let evals = match fs::read(&eval_path) {
-        Ok(bytes) => parse_jsonl::<EvalRow>(&eval_path, &bytes)?,
-        Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
-        Err(source) => return Err(ReportError::Io { path: eval_path, source }),
-    };
+    let evals = read_jsonl_if_present::<EvalRow>(&dir.join(EVAL_FILE))?;
     Ok(RunData {
         dir: dir.to_path_buf(),
         name: meta.name,
@@ -184,9 +181,13 @@ fn load_meta(path: &Path) -> Result<RunMeta, ReportError> {
     })
 }
 
-fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<(usize, T)>, ReportError> {
-    let bytes = fs::read(path).map_err(|source| ReportError::Io { path: path.to_path_buf(), source })?;
-    parse_jsonl(path, &bytes)
+/// The rows of `path`, none when the file does not exist.
+fn read_jsonl_if_present<T: DeserializeOwned>(path: &Path) -> Result<Vec<(usize, T)>, ReportError> {
+    match fs::read(path) {
+        Ok(bytes) => parse_jsonl(path, &bytes),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(ReportError::Io { path: path.to_path_buf(), source }),
+    }
 }
 
 /// Parses JSONL bytes into `(1-based line number, row)` pairs; see the module docs for tolerance.

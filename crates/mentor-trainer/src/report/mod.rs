@@ -166,6 +166,22 @@ mod tests {
     }
 
     #[test]
+    fn a_run_without_metrics_does_not_sink_the_report() {
+        let root = tempfile::tempdir().unwrap();
+        write_run_dir(root.path(), "mentor", 0, &[0.9, 0.9, 0.2, 0.4], 0.1);
+        // Started, not one step done: run.json only.
+        let young = write_run_dir(root.path(), "vanilla", 0, &[], 0.0);
+        fs::remove_file(young.join(METRICS_FILE)).unwrap();
+        fs::remove_file(young.join(EVAL_FILE)).unwrap();
+        let runs = load_runs_under(root.path()).unwrap();
+        assert_eq!(runs.iter().map(|r| r.steps.len()).collect::<Vec<_>>(), [4, 0]);
+        let summary = write_report(&runs, &root.path().join("report"), "partial").unwrap();
+        assert_eq!(summary.runs, 2);
+        let md = fs::read_to_string(&summary.markdown).unwrap();
+        assert!(md.contains("vanilla-s0") && md.contains("mentor-s0"), "{md}");
+    }
+
+    #[test]
     fn end_to_end_from_run_dirs() {
         let root = tempfile::tempdir().unwrap();
         // Post-jump (steps 2,3) rewards: seed 0 → (0.2+0.4)/2 = 0.3, seed 1 → (0.6+0.8)/2 = 0.7.
