@@ -160,3 +160,32 @@ fn stdio_judging_normalises_whitespace_and_names_the_case() {
     let v = verifier().verify(&stdio(&[("", "x")]), "print(input())").unwrap();
     assert_eq!(code(&v).exception.as_ref().map(|e| e.kind.as_str()), Some("EOFError"));
 }
+
+#[test]
+fn a_stdout_cut_in_one_write_is_never_judged() {
+    // Issue 17, item 5: one write past the 64 KiB cap lost its tail unflagged, and the kept
+    // prefix ("5" and spaces) passed a test expecting 5.
+    let task = stdio(&[("", "5")]);
+    let program = "import sys\nsys.stdout.write('5\\n' + ' ' * 70000 + 'WRONG')\n";
+    let v = verifier().verify(&task, program).unwrap();
+    let c = code(&v);
+    assert!(!v.passed(), "{c:?}");
+    assert_eq!(c.outcome, CodeOutcome::OutputLimit, "{c:?}");
+    assert!(c.output_truncated, "{c:?}");
+    assert!(c.detail.as_deref().is_some_and(|d| d.contains("cut at 65536 bytes")), "{c:?}");
+    // Raw runs: exactly the cap is not a truncation, one byte more is, however it is split.
+    let sb = sandbox();
+    for (program, truncated) in [
+        ("import sys\nsys.stdout.write('x' * 65536)\n", false),
+        ("import sys\nsys.stdout.write('x' * 65537)\n", true),
+        ("import sys\nsys.stdout.write('x' * 65535)\nsys.stdout.write('yz')\n", true),
+        ("print('x' * 40000)\nprint('y' * 40000)\n", true),
+        ("import sys\nsys.stderr.write('e' * 70000)\n", false),
+    ] {
+        let e = sb.run_blocking(program, b"").unwrap();
+        assert_eq!(e.stdout_truncated, truncated, "{program}");
+        assert_eq!(e.stdout.len(), if truncated { 65536 } else { e.stdout.len() }, "{program}");
+    }
+    let e = sb.run_blocking("import sys\nsys.stderr.write('e' * 70000)\n", b"").unwrap();
+    assert!(e.stderr_truncated && e.stderr.len() == 65536);
+}
