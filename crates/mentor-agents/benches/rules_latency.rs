@@ -57,8 +57,8 @@ fn bench(c: &mut Criterion) {
     let mbpp = load_mbpp(&data_dir().join("mbpp/mbpp.jsonl"), MbppSplit::All)
         .expect("MBPP")
         .into_iter()
-        .find(|t| t.id == "mbpp/14")
-        .expect("mbpp/14");
+        .find(|t| t.id == "mbpp/test/14")
+        .expect("mbpp/test/14");
     let feedback = CodeFeedback {
         outcome: CodeOutcome::WrongAnswer,
         tests_total: 3,

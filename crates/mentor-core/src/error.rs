@@ -72,6 +72,16 @@ pub enum DatasetError {
         /// The file.
         path: PathBuf,
     },
+    /// A split the set does not have.
+    #[error("{dataset} has no split `{split}` (its splits: {known})")]
+    UnknownSplit {
+        /// The set's name.
+        dataset: &'static str,
+        /// The split asked for.
+        split: String,
+        /// The set's splits, comma-separated.
+        known: String,
+    },
 }
 
 impl DatasetError {
@@ -81,7 +91,7 @@ impl DatasetError {
             DatasetError::Syntax { line, .. }
             | DatasetError::MissingField { line, .. }
             | DatasetError::BadField { line, .. } => Some(*line),
-            DatasetError::Io { .. } | DatasetError::Empty { .. } => None,
+            DatasetError::Io { .. } | DatasetError::Empty { .. } | DatasetError::UnknownSplit { .. } => None,
         }
     }
 }

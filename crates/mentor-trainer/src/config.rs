@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use mentor_core::datasets::Dataset;
 use mentor_grpo::GrpoConfig;
 use mentor_integration::{InterventionConfig, MonitorConfig};
 use serde::{Deserialize, Serialize};
@@ -109,26 +110,122 @@ pub enum DataKind {
     Humaneval,
 }
 
+impl DataKind {
+    /// The benchmark set of a dataset kind (`None` for the curriculum).
+    pub fn dataset(self) -> Option<Dataset> {
+        match self {
+            DataKind::Curriculum => None,
+            DataKind::Gsm8k => Some(Dataset::Gsm8k),
+            DataKind::Math500 => Some(Dataset::Math500),
+            DataKind::Mbpp => Some(Dataset::Mbpp),
+            DataKind::Humaneval => Some(Dataset::HumanEval),
+        }
+    }
+}
+
 /// `[data]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DataSection {
-    /// Which tasks.
+    /// Which tasks (and so which verifier and loader).
     pub kind: DataKind,
     /// Dataset directory laid out as `cargo xtask datasets` installs it (default:
     /// `$MENTOR_HOME/datasets`, else `../shared/datasets` when present).
     pub dir: Option<PathBuf>,
+    /// Training tasks: `dataset:split` (e.g. `gsm8k:train`) or a JSONL file in `kind`'s
+    /// format. Default: the set's training split (GSM8K and MBPP `train`); MATH-500 and
+    /// HumanEval are evaluation-only and have none.
+    pub train: Option<String>,
+    /// Evaluation tasks, held out from training: `dataset:split` or a file. Default: the
+    /// set's `test` split.
+    pub eval: Option<String>,
     /// Use at most this many training tasks (0: all).
     pub limit: usize,
-    /// Tasks held out for evaluation (taken from the end of the file; 0: none).
+    /// Evaluation tasks used, the first this many of `eval` (0: none).
     pub eval_tasks: usize,
+    /// Train even when training and evaluation tasks overlap (by id or by question text).
+    pub allow_overlap: bool,
     /// System prompt put before each task (real models).
     pub system_prompt: Option<String>,
 }
 
 impl Default for DataSection {
     fn default() -> Self {
-        Self { kind: DataKind::Curriculum, dir: None, limit: 0, eval_tasks: 0, system_prompt: None }
+        Self {
+            kind: DataKind::Curriculum,
+            dir: None,
+            train: None,
+            eval: None,
+            limit: 0,
+            eval_tasks: 0,
+            allow_overlap: false,
+            system_prompt: None,
+        }
+    }
+}
+
+/// Where a set of tasks comes from: a split of a benchmark set, or a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskSpec {
+    /// `dataset:split` under the data directory.
+    Split {
+        /// The set.
+        dataset: Dataset,
+        /// One of [`Dataset::splits`].
+        split: String,
+    },
+    /// A JSONL (or MBPP JSON array) file in the format of the config's `data.kind`.
+    File(PathBuf),
+}
+
+impl std::fmt::Display for TaskSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TaskSpec::Split { dataset, split } => write!(f, "{}:{split}", dataset.name()),
+            TaskSpec::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+impl TaskSpec {
+    /// Parses `dataset:split` (a known set and one of its splits), else takes `text` as a file.
+    pub fn parse(text: &str) -> std::result::Result<Self, String> {
+        if let Some((name, split)) = text.split_once(':') {
+            if let Some(dataset) = Dataset::from_name(name) {
+                if !dataset.splits().contains(&split) {
+                    return Err(format!(
+                        "`{text}`: {name} has no split `{split}` (its splits: {})",
+                        dataset.splits().join(", ")
+                    ));
+                }
+                return Ok(TaskSpec::Split { dataset, split: split.to_string() });
+            }
+        }
+        if text.trim().is_empty() {
+            return Err("empty (give `dataset:split` or a file)".into());
+        }
+        Ok(TaskSpec::File(PathBuf::from(text)))
+    }
+}
+
+impl DataSection {
+    /// The training tasks' source: `train`, else the kind's training split (`None`: the kind
+    /// is evaluation-only, or the curriculum).
+    pub fn train_spec(&self) -> std::result::Result<Option<TaskSpec>, String> {
+        match &self.train {
+            Some(t) => TaskSpec::parse(t).map(Some),
+            None => Ok(self.kind.dataset().and_then(|d| {
+                d.training_split().map(|split| TaskSpec::Split { dataset: d, split: split.into() })
+            })),
+        }
+    }
+
+    /// The evaluation tasks' source: `eval`, else the kind's `test` split.
+    pub fn eval_spec(&self) -> std::result::Result<Option<TaskSpec>, String> {
+        match &self.eval {
+            Some(t) => TaskSpec::parse(t).map(Some),
+            None => Ok(self.kind.dataset().map(|d| TaskSpec::Split { dataset: d, split: "test".into() })),
+        }
     }
 }
 
@@ -482,6 +579,25 @@ impl TrainConfig {
                 "pretrain.steps",
                 "pretraining is only defined for `data.kind = \"curriculum\"`".into(),
             );
+        }
+        for (field, spec) in [("data.train", self.data.train_spec()), ("data.eval", self.data.eval_spec())] {
+            match spec {
+                Err(msg) => return err(field, msg),
+                Ok(Some(TaskSpec::Split { dataset, .. })) if Some(dataset) != self.data.kind.dataset() => {
+                    return err(
+                        field,
+                        format!(
+                            "names {} but `data.kind` is {}: a run's tasks are of one kind (one verifier)",
+                            dataset.name(),
+                            self.data.kind.dataset().map_or("curriculum", Dataset::name)
+                        ),
+                    )
+                }
+                Ok(Some(_)) if self.data.kind == DataKind::Curriculum => {
+                    return err(field, "the curriculum generates its tasks; leave it unset".into())
+                }
+                Ok(_) => {}
+            }
         }
         if self.model.source == "tiny" && self.data.kind != DataKind::Curriculum {
             return err(

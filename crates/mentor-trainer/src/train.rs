@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mentor_agents::{AgentMentor, Guard, GuardConfig, Prompts, Refinement, StaticHints};
+use mentor_core::datasets::Dataset;
 use mentor_core::{AnswerEquivalence, Task, Verifier};
 use mentor_grpo::Updater;
 use mentor_integration::{Plugin, StepMetrics, Strategy, TaskSource};
@@ -19,7 +20,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint;
-use crate::config::{Arm, Backend, DataKind, TrainConfig};
+use crate::config::{Arm, Backend, DataKind, TaskSpec, TrainConfig};
 use crate::curriculum;
 use crate::error::{Error, Result};
 use crate::eval::{evaluate, EvalRow};
@@ -211,37 +212,86 @@ pub enum Tasks {
     },
 }
 
-/// Loads the dataset a config names (nothing for the curriculum).
+/// Loads the tasks a config names (nothing for the curriculum): the training tasks from
+/// `data.train` in a seeded order, cut to `data.limit`, and the first `data.eval_tasks` of
+/// `data.eval`. Training and evaluation tasks that overlap (by id or by normalised question
+/// text) are an error naming both sources unless `data.allow_overlap`.
 pub fn load_tasks(cfg: &TrainConfig) -> Result<Tasks> {
-    use mentor_core::datasets::Dataset;
-    let dataset = match cfg.data.kind {
-        DataKind::Curriculum => return Ok(Tasks::Curriculum),
-        DataKind::Gsm8k => Dataset::Gsm8k,
-        DataKind::Math500 => Dataset::Math500,
-        DataKind::Mbpp => Dataset::Mbpp,
-        DataKind::Humaneval => Dataset::HumanEval,
+    let Some(dataset) = cfg.data.kind.dataset() else {
+        return Ok(Tasks::Curriculum);
     };
+    let bad = |message: String| Error::Config { file: "[data]".into(), message };
+    let train_spec = cfg.data.train_spec().map_err(bad)?;
+    let eval_spec = cfg.data.eval_spec().map_err(bad)?;
     let dir = data_dir(cfg)?;
-    let mut all = dataset.load_from_dir(&dir)?;
-    if let Some(system) = &cfg.data.system_prompt {
-        for t in &mut all {
-            t.prompt.insert(0, mentor_core::Message::system(system.clone()));
+    let load = |spec: &TaskSpec| -> Result<Vec<Task>> {
+        let mut tasks = match spec {
+            TaskSpec::Split { dataset, split } => dataset.load_split(&dir, split)?,
+            TaskSpec::File(path) => match dataset {
+                // A file of the user's: every record, whatever its MBPP task id.
+                Dataset::Mbpp => {
+                    mentor_core::datasets::load_mbpp(path, mentor_core::datasets::MbppSplit::All)?
+                }
+                d => d.load(path)?,
+            },
+        };
+        if let Some(system) = &cfg.data.system_prompt {
+            for t in &mut tasks {
+                t.prompt.insert(0, mentor_core::Message::system(system.clone()));
+            }
         }
-    }
-    let n_eval = cfg.data.eval_tasks.min(all.len());
-    let eval = all.split_off(all.len() - n_eval);
-    let mut train = all;
+        Ok(tasks)
+    };
+    let mut train = match &train_spec {
+        Some(spec) => load(spec)?,
+        None => Vec::new(),
+    };
     train.shuffle(&mut StdRng::seed_from_u64(mix(&[cfg.run.seed, 0xda7a])));
     if cfg.data.limit > 0 {
         train.truncate(cfg.data.limit);
     }
-    if train.is_empty() && cfg.total_steps() > 0 && cfg.run.steps > 0 && n_eval < cfg.total_steps() {
-        return Err(Error::Config {
-            file: "[data]".into(),
-            message: format!("no training tasks left after holding out {n_eval} for evaluation"),
-        });
+    let mut eval = match (&eval_spec, cfg.data.eval_tasks) {
+        (Some(spec), n) if n > 0 => load(spec)?,
+        _ => Vec::new(),
+    };
+    eval.truncate(cfg.data.eval_tasks);
+    if !cfg.data.allow_overlap {
+        if let (Some(t), Some(e)) = (&train_spec, &eval_spec) {
+            check_overlap(&train, t, &eval, e)?;
+        }
     }
     Ok(Tasks::Dataset { train, eval })
+}
+
+/// A question as compared for overlap: lower case, letters and digits, single spaces.
+fn normalised_question(task: &Task) -> String {
+    let text = task.question().to_lowercase();
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// An error when a training task is also an evaluation task, by id or by question text.
+fn check_overlap(train: &[Task], train_spec: &TaskSpec, eval: &[Task], eval_spec: &TaskSpec) -> Result<()> {
+    use std::collections::HashMap;
+    let ids: HashMap<&str, &Task> = eval.iter().map(|t| (t.id.as_str(), t)).collect();
+    let questions: HashMap<String, &Task> = eval.iter().map(|t| (normalised_question(t), t)).collect();
+    let shared: Vec<(&Task, &Task)> = train
+        .iter()
+        .filter_map(|t| {
+            ids.get(t.id.as_str()).or_else(|| questions.get(&normalised_question(t))).map(|e| (t, *e))
+        })
+        .collect();
+    let Some((t, e)) = shared.first() else {
+        return Ok(());
+    };
+    Err(Error::Config {
+        file: "[data]".into(),
+        message: format!(
+            "training tasks (data.train = {train_spec}) overlap the evaluation tasks (data.eval = {eval_spec}): {} shared, e.g. `{}` (train) and `{}` (eval)\nhint: hold evaluation tasks out of training, or set data.allow_overlap = true to run anyway",
+            shared.len(),
+            t.id,
+            e.id
+        ),
+    })
 }
 
 /// The dataset directory: `data.dir`, `$MENTOR_DATASETS`, `$MENTOR_HOME/datasets`, or a
@@ -453,6 +503,20 @@ pub fn train(
     if opts.resume || opts.fork {
         check_resumable(cfg, &out, opts.fork)?;
     }
+    // Tasks before anything is written: a data mistake leaves no run directory behind.
+    let tasks = load_tasks(cfg)?;
+    if matches!(&tasks, Tasks::Dataset { train, .. } if train.is_empty()) {
+        return Err(Error::Config {
+            file: "data.train".into(),
+            message: match cfg.data.train_spec() {
+                Ok(Some(spec)) => format!("{spec} holds no training tasks"),
+                _ => format!(
+                    "{} is evaluation-only: it has no training split\nhint: set data.train to a training file, or use `mentor eval`",
+                    cfg.data.kind.dataset().map_or("the curriculum", Dataset::name)
+                ),
+            },
+        });
+    }
     std::fs::create_dir_all(&out).map_err(Error::io(&out))?;
     let metrics_path = out.join("metrics.jsonl");
     let eval_path = out.join("eval.jsonl");
@@ -495,7 +559,6 @@ pub fn train(
     };
     write_json(&out.join("run.json"), &info)?;
 
-    let tasks = load_tasks(cfg)?;
     let verifier = crate::verify::DomainVerifier::new(code);
     let (policy, start, opt_state, plugin_state) = match resumed {
         Some(l) => {
@@ -639,4 +702,104 @@ fn read_totals(path: &Path) -> Result<(usize, usize, f64, usize)> {
         t.3 += 1;
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared benchmark data beside the repository (present in CI), or `$MENTOR_DATASETS`.
+    fn data_dir() -> String {
+        std::env::var("MENTOR_DATASETS")
+            .unwrap_or_else(|_| format!("{}/../../../shared/datasets", env!("CARGO_MANIFEST_DIR")))
+    }
+
+    fn config(preset: &str, sets: &[&str]) -> Result<TrainConfig> {
+        let mut all = vec![format!("data.dir={}", data_dir())];
+        all.extend(sets.iter().map(|s| s.to_string()));
+        TrainConfig::load(preset, &all)
+    }
+
+    fn ids(tasks: &Tasks) -> (Vec<String>, Vec<String>) {
+        match tasks {
+            Tasks::Dataset { train, eval } => {
+                (train.iter().map(|t| t.id.clone()).collect(), eval.iter().map(|t| t.id.clone()).collect())
+            }
+            Tasks::Curriculum => panic!("a dataset config"),
+        }
+    }
+
+    #[test]
+    fn presets_train_on_training_splits_and_evaluate_on_held_out_tests() {
+        let (train, eval) = ids(&load_tasks(&config("gsm8k-smollm2", &[]).unwrap()).unwrap());
+        assert_eq!(train.len(), 7473);
+        assert!(train.iter().all(|id| id.starts_with("gsm8k/train/")), "{:?}", &train[..3]);
+        assert_eq!(eval.len(), 100);
+        assert_eq!(eval[0], "gsm8k/test/0");
+        assert!(eval.iter().all(|id| id.starts_with("gsm8k/test/")));
+
+        let (train, eval) = ids(&load_tasks(&config("mbpp-smollm2", &[]).unwrap()).unwrap());
+        // Task ids 601–974 and the ten prompt tasks 1–10.
+        assert_eq!(train.len(), 374 + 10);
+        assert!(train.iter().all(|id| id.starts_with("mbpp/train/") || id.starts_with("mbpp/prompt/")));
+        assert_eq!(eval.len(), 50);
+        assert_eq!(eval[0], "mbpp/test/11");
+    }
+
+    #[test]
+    fn overlapping_training_and_evaluation_tasks_stop_the_run_before_step_0() {
+        // By id: the evaluation split trained on.
+        let cfg = config("gsm8k-smollm2", &["data.train=gsm8k:test", "data.eval_tasks=5"]).unwrap();
+        let Err(e) = load_tasks(&cfg) else { panic!("overlap accepted") };
+        let e = e.to_string();
+        assert!(e.contains("data.train = gsm8k:test") && e.contains("data.eval = gsm8k:test"), "{e}");
+        assert!(e.contains("5 shared") && e.contains("allow_overlap"), "{e}");
+        let cfg = config(
+            "gsm8k-smollm2",
+            &["data.train=gsm8k:test", "data.eval_tasks=5", "data.allow_overlap=true"],
+        )
+        .unwrap();
+        assert!(load_tasks(&cfg).is_ok());
+
+        // By question text: a training file that copies a test problem under another id,
+        // with different case, spacing and punctuation.
+        let test = Dataset::Gsm8k.load_split(Path::new(&data_dir()), "test").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mine.jsonl");
+        let copied = format!("  {}!! ", test[3].question().to_uppercase().replace(' ', "  "));
+        let lines = [
+            serde_json::json!({"question": "What is 2 + 2?", "answer": "2 + 2 = 4\n#### 4"}),
+            serde_json::json!({"question": copied, "answer": "#### 1"}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&file, text).unwrap();
+        let train = format!("data.train={}", file.display());
+        let cfg = config("gsm8k-smollm2", &[&train, "data.eval_tasks=10"]).unwrap();
+        let e = load_tasks(&cfg).err().expect("overlap by text accepted").to_string();
+        assert!(e.contains("1 shared") && e.contains("gsm8k/test/3") && e.contains("mine.jsonl"), "{e}");
+        let cfg = config("gsm8k-smollm2", &[&train, "data.eval_tasks=3"]).unwrap();
+        let (train, _) = ids(&load_tasks(&cfg).unwrap());
+        assert_eq!(train.len(), 2);
+    }
+
+    #[test]
+    fn task_sources_are_validated_against_the_kind() {
+        let e = config("gsm8k-smollm2", &["data.train=gsm8k:dev"]).unwrap_err().to_string();
+        assert!(e.contains("data.train") && e.contains("train, test"), "{e}");
+        let e = config("gsm8k-smollm2", &["data.eval=math500:test"]).unwrap_err().to_string();
+        assert!(e.contains("data.eval") && e.contains("math500") && e.contains("gsm8k"), "{e}");
+        let e = config("demo", &["data.train=gsm8k:train"]).unwrap_err().to_string();
+        assert!(e.contains("data.train"), "{e}");
+        assert_eq!(
+            TaskSpec::parse("mbpp:validation").unwrap(),
+            TaskSpec::Split { dataset: Dataset::Mbpp, split: "validation".into() }
+        );
+        assert_eq!(TaskSpec::parse("runs/x:y.jsonl").unwrap(), TaskSpec::File("runs/x:y.jsonl".into()));
+        // MATH-500 is evaluation-only: no training split by default.
+        let cfg = config("math500-eval", &[]).unwrap();
+        assert_eq!(cfg.data.train_spec().unwrap(), None);
+        let (train, eval) = ids(&load_tasks(&cfg).unwrap());
+        assert!(train.is_empty());
+        assert_eq!(eval.len(), 500);
+    }
 }

@@ -25,6 +25,18 @@ pub enum MbppSplit {
 }
 
 impl MbppSplit {
+    /// The name of the split `task_id` belongs to (`prompt`, `test`, `validation`, `train`,
+    /// or `other` outside 1–974): the middle part of the task's id, `mbpp/test/11`.
+    pub fn name_of(task_id: i64) -> &'static str {
+        match task_id {
+            1..=10 => "prompt",
+            11..=510 => "test",
+            511..=600 => "validation",
+            601..=974 => "train",
+            _ => "other",
+        }
+    }
+
     /// Whether `task_id` belongs to this split.
     pub fn contains(self, task_id: i64) -> bool {
         match self {
@@ -38,7 +50,7 @@ impl MbppSplit {
 }
 
 /// Loads MBPP from either file format (a file whose first non-blank byte is `[` is read as the
-/// sanitized JSON array), keeping the records of `split`. Ids are `mbpp/<task_id>`.
+/// sanitized JSON array), keeping the records of `split`. Ids are `mbpp/<split>/<task_id>`.
 pub fn load_mbpp(path: &Path, split: MbppSplit) -> Result<Vec<Task>, DatasetError> {
     let bytes = read(path)?;
     let is_array = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
@@ -68,7 +80,7 @@ pub fn load_mbpp(path: &Path, split: MbppSplit) -> Result<Vec<Task>, DatasetErro
             tests.join("\n")
         );
         tasks.push(Task {
-            id: format!("mbpp/{task_id}"),
+            id: format!("mbpp/{}/{task_id}", MbppSplit::name_of(task_id)),
             prompt: vec![Message::user(prompt)],
             payload: Payload::Code(CodePayload {
                 harness: CodeHarness::Mbpp { tests, setup_code, imports },

@@ -105,6 +105,55 @@ impl Dataset {
     pub fn load_from_dir(self, data_dir: &Path) -> Result<Vec<Task>, DatasetError> {
         self.load(&data_dir.join(self.default_file()))
     }
+
+    /// The splits of the set, by name. GSM8K: `train`, `test`; MBPP: `train` (task ids
+    /// 601–974 and the ten few-shot prompt tasks 1–10), `validation` (511–600), `test`
+    /// (11–510); the evaluation-only sets (MATH-500, HumanEval, AIME 2024, AMC 2023): `test`.
+    pub fn splits(self) -> &'static [&'static str] {
+        match self {
+            Dataset::Gsm8k => &["train", "test"],
+            Dataset::Mbpp => &["train", "validation", "test"],
+            Dataset::Math500 | Dataset::HumanEval | Dataset::Aime2024 | Dataset::Amc2023 => &["test"],
+        }
+    }
+
+    /// The split meant for training, when the set has one (evaluation-only sets have none).
+    pub fn training_split(self) -> Option<&'static str> {
+        match self {
+            Dataset::Gsm8k | Dataset::Mbpp => Some("train"),
+            Dataset::Math500 | Dataset::HumanEval | Dataset::Aime2024 | Dataset::Amc2023 => None,
+        }
+    }
+
+    /// Loads split `split` (one of [`Dataset::splits`]) from a data directory laid out as
+    /// `cargo xtask datasets` installs it.
+    pub fn load_split(self, data_dir: &Path, split: &str) -> Result<Vec<Task>, DatasetError> {
+        if !self.splits().contains(&split) {
+            return Err(DatasetError::UnknownSplit {
+                dataset: self.name(),
+                split: split.to_string(),
+                known: self.splits().join(", "),
+            });
+        }
+        match (self, split) {
+            (Dataset::Gsm8k, "train") => load_gsm8k(&data_dir.join("gsm8k/train.jsonl")),
+            (Dataset::Mbpp, _) => {
+                let file = data_dir.join(self.default_file());
+                let mut tasks = match split {
+                    "train" => {
+                        let mut t = load_mbpp(&file, MbppSplit::Train)?;
+                        t.extend(load_mbpp(&file, MbppSplit::Prompt)?);
+                        t
+                    }
+                    "validation" => load_mbpp(&file, MbppSplit::Validation)?,
+                    _ => load_mbpp(&file, MbppSplit::Test)?,
+                };
+                tasks.sort_by_key(|t| t.id.rsplit('/').next().and_then(|n| n.parse::<u32>().ok()));
+                Ok(tasks)
+            }
+            _ => self.load_from_dir(data_dir),
+        }
+    }
 }
 
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, DatasetError> {

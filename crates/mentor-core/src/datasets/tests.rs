@@ -78,7 +78,7 @@ fn mbpp_reads_both_formats_and_filters_split() {
     );
     let t = load_mbpp(jsonl.path(), MbppSplit::Test).unwrap();
     assert_eq!(t.len(), 1);
-    assert_eq!(t[0].id, "mbpp/11");
+    assert_eq!(t[0].id, "mbpp/test/11");
     let Payload::Code(p) = &t[0].payload else { panic!("not code") };
     assert!(matches!(&p.harness, CodeHarness::Mbpp { setup_code, .. } if setup_code == "import x"));
     assert_eq!(load_mbpp(jsonl.path(), MbppSplit::All).unwrap().len(), 2);
