@@ -149,6 +149,37 @@ fn resume_after_a_crash_reproduces_the_uninterrupted_run() {
     assert!(weights(&crashed) == weights(&straight), "final weights differ after resuming");
 }
 
+/// With a KL penalty, the reference after `--resume` is still the run's initial model (it was
+/// the checkpoint resumed from): the resumed run equals the uninterrupted one bit for bit.
+#[test]
+fn resume_with_a_kl_penalty_keeps_the_initial_model_as_reference() {
+    let root = tempfile::tempdir().unwrap();
+    let with_kl = |dir: &Path| {
+        let mut sets = tiny_sets(dir);
+        sets.extend([
+            "strategy.arm=mentor".into(),
+            "grpo.beta=0.5".into(),
+            "grpo.learning_rate=0.003".into(),
+        ]);
+        sets
+    };
+    let straight = root.path().join("straight");
+    ok(&train(&with_kl(&straight), &[]));
+    assert!(straight.join("reference/model.safetensors").is_file());
+    let crashed = root.path().join("crashed");
+    ok(&train(&with_kl(&crashed), &[]));
+    let ck = crashed.join("checkpoints");
+    std::fs::remove_dir_all(ck.join("step-000004")).unwrap();
+    std::fs::write(ck.join("latest"), "step-000002").unwrap();
+    std::fs::remove_dir_all(crashed.join("final")).unwrap();
+    ok(&train(&with_kl(&crashed), &["--resume"]));
+    assert_eq!(
+        timeless(lines(&crashed.join("metrics.jsonl"))),
+        timeless(lines(&straight.join("metrics.jsonl")))
+    );
+    assert!(weights(&crashed) == weights(&straight), "final weights differ after resuming with beta > 0");
+}
+
 #[test]
 fn ctrl_c_checkpoints_and_resume_finishes_identically() {
     let root = tempfile::tempdir().unwrap();

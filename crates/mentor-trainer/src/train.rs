@@ -490,6 +490,26 @@ fn check_resumable(cfg: &TrainConfig, out: &Path, fork: bool) -> Result<()> {
     })
 }
 
+/// The run's KL reference: the model the run started from, kept in `<run>/reference/` so
+/// that a resumed run penalises divergence from the same model as an uninterrupted one (not
+/// from its latest checkpoint). Written at a fresh start (and at a fork that has none: a
+/// branch starts from its fork point); a plain resume must find it.
+fn kl_reference(out: &Path, policy: &Policy, resuming: bool, progress: &mut dyn Progress) -> Result<Policy> {
+    let dir = out.join("reference");
+    if dir.join("model.safetensors").is_file() {
+        return Ok(crate::policy::load_dir(dir)?.frozen_copy()?);
+    }
+    if resuming {
+        return Err(Error::Checkpoint {
+            path: dir,
+            message: "is missing: the run's KL reference (its initial model) cannot be restored".into(),
+        });
+    }
+    progress.note(&format!("saving the KL reference model to {}", dir.display()));
+    policy.save(&dir)?;
+    Ok(policy.frozen_copy()?)
+}
+
 /// Trains as `cfg` says; `code` verifies code tasks (None: math only).
 pub fn train(
     cfg: &TrainConfig,
@@ -560,6 +580,7 @@ pub fn train(
     write_json(&out.join("run.json"), &info)?;
 
     let verifier = crate::verify::DomainVerifier::new(code);
+    let continued = resumed.is_some();
     let (policy, start, opt_state, plugin_state) = match resumed {
         Some(l) => {
             progress.note(&format!("resuming from {} at step {}", l.dir.display(), l.state.step));
@@ -591,7 +612,11 @@ pub fn train(
         }
     };
     let policy = Arc::new(policy);
-    let reference = if cfg.grpo.beta != 0.0 { Some(policy.frozen_copy()?) } else { None };
+    let reference = if cfg.grpo.beta != 0.0 {
+        Some(kl_reference(&out, &policy, continued && !opts.fork, progress)?)
+    } else {
+        None
+    };
     let vars = policy.vars().into_iter().map(|(_, v)| v).collect();
     let mut updater = Updater::new(cfg.grpo_config(), vars, total)?;
     if let Some(s) = opt_state {
