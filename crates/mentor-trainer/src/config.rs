@@ -433,15 +433,18 @@ pub struct EvalSection {
     pub problems: usize,
     /// Curriculum levels to evaluate (empty: the schedule's levels).
     pub levels: Vec<u32>,
-    /// Samples per problem for pass@k (0: greedy pass@1 only).
+    /// The k of pass@k (0: greedy pass@1 only).
     pub k: usize,
+    /// Completions drawn per problem for pass@k and mean@k (0: `k`). pass@k is the unbiased
+    /// estimator of Chen et al. (2021), so `samples > k` lowers its variance.
+    pub samples: usize,
     /// Temperature of the pass@k samples.
     pub temperature: f64,
 }
 
 impl Default for EvalSection {
     fn default() -> Self {
-        Self { every: 10, problems: 200, levels: vec![], k: 0, temperature: 1.0 }
+        Self { every: 10, problems: 200, levels: vec![], k: 0, samples: 0, temperature: 1.0 }
     }
 }
 
@@ -645,6 +648,15 @@ impl TrainConfig {
             return err("mentor.timeout_secs", "must be > 0".into());
         }
         self.grpo_config().validate().map_err(|e| format!("[grpo] {e}"))?;
+        if self.eval.samples > 0 && self.eval.samples < self.eval.k {
+            return err(
+                "eval.samples",
+                format!(
+                    "{} is fewer than eval.k = {} (pass@k needs at least k draws)",
+                    self.eval.samples, self.eval.k
+                ),
+            );
+        }
         if self.strategy.intervention.hinted_samples == 0 {
             return err("strategy.intervention.hinted_samples", "must be > 0".into());
         }

@@ -20,10 +20,41 @@ pub struct EvalRow {
     pub n: usize,
     /// Greedy pass@1.
     pub pass1: f64,
-    /// Samples per problem for pass@k (0: not measured).
+    /// The k of pass@k (0: not measured).
     pub k: usize,
-    /// pass@k (fraction of problems with at least one correct sample), when `k > 0`.
+    /// pass@k, when `k > 0`: the unbiased estimator of Chen et al. (2021) from `samples`
+    /// draws per problem, averaged over problems.
     pub passk: Option<f64>,
+    /// Samples drawn per problem for pass@k and mean@k (`>= k`).
+    #[serde(default)]
+    pub samples: usize,
+    /// mean@k, when `k > 0`: the fraction of all sampled completions that are correct.
+    #[serde(default)]
+    pub meank: Option<f64>,
+}
+
+/// How pass@k is measured: `samples >= k` completions per problem at `temperature`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampled {
+    /// The k of pass@k (0: no sampled evaluation).
+    pub k: usize,
+    /// Completions drawn per problem (`>= k`; more draws give a lower-variance estimate).
+    pub samples: usize,
+    /// Sampling temperature.
+    pub temperature: f64,
+}
+
+/// The unbiased pass@k estimator of Chen et al. (2021) for one problem with `c` correct
+/// completions out of `n` drawn: `1 - C(n - c, k) / C(n, k)`, computed as a stable product.
+/// `k > n` is undefined and gives `NaN`.
+pub fn pass_at_k(n: usize, c: usize, k: usize) -> f64 {
+    if k > n || c > n {
+        return f64::NAN;
+    }
+    if n - c < k {
+        return 1.0;
+    }
+    1.0 - ((n - c + 1)..=n).map(|i| 1.0 - k as f64 / i as f64).product::<f64>()
 }
 
 /// Batches of at most this many rows per generate call.
@@ -43,8 +74,8 @@ fn generate_all(policy: &Policy, tasks: &[Task], n: usize, cfg: &GenerateConfig)
     Ok(texts)
 }
 
-/// Evaluates `tasks` (one level's set): greedy pass@1, and pass@k with `k` samples at
-/// `temperature` when `k > 0`, drawn from `seed`.
+/// Evaluates `tasks` (one level's set): greedy pass@1, and pass@k and mean@k from
+/// `sampled.samples` completions per problem when `sampled.k > 0`, drawn from `seed`.
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     policy: &Policy,
@@ -53,10 +84,11 @@ pub fn evaluate(
     step: usize,
     level: u32,
     max_new_tokens: usize,
-    k: usize,
-    temperature: f64,
+    sampled: Sampled,
     seed: u64,
 ) -> Result<EvalRow> {
+    let Sampled { k, temperature, .. } = sampled;
+    let samples = sampled.samples.max(k);
     let greedy =
         GenerateConfig { sampler: Sampler::greedy(), max_new_tokens, seed, ..GenerateConfig::default() };
     let texts = generate_all(policy, tasks, 1, &greedy)?;
@@ -64,23 +96,48 @@ pub fn evaluate(
     let pass = verifier.verify_batch(&items).into_iter().filter(|v| matches!(v, Ok(v) if v.passed())).count();
     let n = tasks.len();
     let pass1 = pass as f64 / n.max(1) as f64;
-    let passk = if k > 0 {
+    let (passk, meank) = if k > 0 {
         let cfg = GenerateConfig {
             sampler: Sampler { temperature, top_p: 1.0, top_k: 0 },
             max_new_tokens,
             seed: mix(&[seed, step as u64, u64::from(level), 0x7a55]),
             ..GenerateConfig::default()
         };
-        let texts = generate_all(policy, tasks, k, &cfg)?;
+        let texts = generate_all(policy, tasks, samples, &cfg)?;
         let items: Vec<(&Task, &str)> =
-            texts.iter().enumerate().map(|(i, s)| (&tasks[i / k], s.as_str())).collect();
+            texts.iter().enumerate().map(|(i, s)| (&tasks[i / samples], s.as_str())).collect();
         let verdicts = verifier.verify_batch(&items);
-        let solved = (0..n)
-            .filter(|&p| verdicts[p * k..(p + 1) * k].iter().any(|v| matches!(v, Ok(v) if v.passed())))
-            .count();
-        Some(solved as f64 / n.max(1) as f64)
+        let correct: Vec<usize> = verdicts
+            .chunks(samples)
+            .map(|vs| vs.iter().filter(|v| matches!(v, Ok(v) if v.passed())).count())
+            .collect();
+        let denom = n.max(1) as f64;
+        let passk = correct.iter().map(|&c| pass_at_k(samples, c, k)).sum::<f64>() / denom;
+        let meank = correct.iter().sum::<usize>() as f64 / (denom * samples as f64);
+        (Some(passk), Some(meank))
     } else {
-        None
+        (None, None)
     };
-    Ok(EvalRow { step, level, n, pass1, k, passk })
+    Ok(EvalRow { step, level, n, pass1, k, passk, samples: if k > 0 { samples } else { 0 }, meank })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pass_at_k;
+
+    #[test]
+    fn pass_at_k_matches_hand_computed_values() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        // 1 - C(n-c, k) / C(n, k), by hand.
+        assert!(close(pass_at_k(5, 2, 1), 2.0 / 5.0));
+        assert!(close(pass_at_k(5, 2, 2), 1.0 - 3.0 / 10.0));
+        assert!(close(pass_at_k(10, 3, 5), 1.0 - 21.0 / 252.0));
+        assert!(close(pass_at_k(20, 1, 10), 0.5));
+        assert_eq!(pass_at_k(10, 0, 3), 0.0);
+        assert_eq!(pass_at_k(4, 3, 2), 1.0); // fewer than k wrong: every k-subset has a right one
+        assert_eq!(pass_at_k(4, 4, 4), 1.0);
+        // n = k: "any of k".
+        assert_eq!((pass_at_k(4, 0, 4), pass_at_k(4, 1, 4)), (0.0, 1.0));
+        assert!(pass_at_k(2, 1, 3).is_nan());
+    }
 }

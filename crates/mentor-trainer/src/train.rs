@@ -401,8 +401,11 @@ pub fn run_eval(
                 step,
                 *level,
                 cfg.sampling.max_new_tokens,
-                cfg.eval.k,
-                cfg.eval.temperature,
+                crate::eval::Sampled {
+                    k: cfg.eval.k,
+                    samples: cfg.eval.samples,
+                    temperature: cfg.eval.temperature,
+                },
                 mix(&[cfg.run.seed, 0xe7a1, step as u64]),
             )
         })

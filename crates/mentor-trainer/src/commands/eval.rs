@@ -30,7 +30,12 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         if args.json {
             println!("{}", serde_json::to_string(r)?);
         } else {
-            let k = r.passk.map(|p| format!("  pass@{} {p:.3}", r.k)).unwrap_or_default();
+            let k = match (r.passk, r.meank) {
+                (Some(p), Some(m)) => {
+                    format!("  pass@{} {p:.3}  mean@{} {m:.3}  ({} samples)", r.k, r.k, r.samples)
+                }
+                _ => String::new(),
+            };
             let level = if r.level > 0 { format!("level {}  ", r.level) } else { String::new() };
             println!("{level}n {}  pass@1 {:.3}{k}", r.n, r.pass1);
         }
