@@ -98,35 +98,24 @@ impl Node {
         }
     }
 
-    /// Free variables, sorted and deduplicated.
-    pub(crate) fn symbols(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        self.collect_symbols(&mut out);
-        out.sort();
-        out.dedup();
-        out
-    }
-
-    fn collect_symbols(&self, out: &mut Vec<String>) {
+    /// Calls `f` on each direct child, in order. Not recursive.
+    pub(crate) fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Node)) {
         match self {
-            Node::Sym(s) => out.push(s.clone()),
-            Node::Num { .. } | Node::Pi | Node::E | Node::I | Node::Inf | Node::Text(_) => {}
-            Node::Neg(a) | Node::Recip(a) | Node::Func(_, a) | Node::Fact(a) | Node::Percent(a) => {
-                a.collect_symbols(out)
-            }
+            Node::Num { .. } | Node::Sym(_) | Node::Pi | Node::E | Node::I | Node::Inf | Node::Text(_) => {}
+            Node::Neg(a) | Node::Recip(a) | Node::Func(_, a) | Node::Fact(a) | Node::Percent(a) => f(a),
             Node::Pow(a, b) | Node::LogBase(a, b) | Node::Root(a, b) | Node::Binom(a, b) => {
-                a.collect_symbols(out);
-                b.collect_symbols(out);
+                f(a);
+                f(b);
             }
             Node::PlusMinus(a, b, _) => {
                 if let Some(a) = a {
-                    a.collect_symbols(out);
+                    f(a);
                 }
-                b.collect_symbols(out);
+                f(b);
             }
             Node::Interval { lo, hi, .. } => {
-                lo.collect_symbols(out);
-                hi.collect_symbols(out);
+                f(lo);
+                f(hi);
             }
             Node::Add(v)
             | Node::Mul(v)
@@ -134,9 +123,37 @@ impl Node {
             | Node::List(v)
             | Node::Tuple(v)
             | Node::Set(v)
-            | Node::Union(v) => v.iter().for_each(|n| n.collect_symbols(out)),
-            Node::Matrix(rows) => rows.iter().flatten().for_each(|n| n.collect_symbols(out)),
+            | Node::Union(v) => v.iter().for_each(f),
+            Node::Matrix(rows) => rows.iter().flatten().for_each(f),
         }
+    }
+
+    /// Whether the tree is more than `limit` nodes deep (a leaf is one deep). Iterative, with an
+    /// explicit stack, so it is safe on a tree of any depth; stops at the first path too long.
+    pub(crate) fn deeper_than(&self, limit: usize) -> bool {
+        let mut stack: Vec<(&Node, usize)> = vec![(self, 1)];
+        while let Some((n, d)) = stack.pop() {
+            if d > limit {
+                return true;
+            }
+            n.for_each_child(|c| stack.push((c, d + 1)));
+        }
+        false
+    }
+
+    /// Free variables, sorted and deduplicated. Iterative.
+    pub(crate) fn symbols(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![self];
+        while let Some(n) = stack.pop() {
+            match n {
+                Node::Sym(s) => out.push(s.clone()),
+                n => n.for_each_child(|c| stack.push(c)),
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
     }
 }
 

@@ -161,7 +161,10 @@ pub(crate) fn parse_gold(gold_text: &str, cfg: &Config) -> Result<Node, ParseErr
 
 fn refused(e: &ParseError, cfg: &Config) -> String {
     match e {
-        ParseError::TooDeep => format!("nested more than {} levels deep", cfg.max_depth),
+        ParseError::TooDeep => format!(
+            "nested or chained more than {} levels deep",
+            cfg.max_depth.min(parser::MAX_DEPTH_CEILING)
+        ),
         ParseError::TooLong => format!("longer than {} bytes", cfg.max_answer_bytes),
         ParseError::Syntax(s) => s.clone(),
     }

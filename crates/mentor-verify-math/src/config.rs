@@ -18,7 +18,10 @@ pub struct Config {
     pub max_completion_bytes: usize,
     /// Extracted answers (and gold answers) longer than this many bytes are refused. Default 4096.
     pub max_answer_bytes: usize,
-    /// Maximum nesting depth of brackets, braces and operators in one answer. Default 48.
+    /// Maximum nesting depth of one answer: brackets, braces, commands (`\frac`, `\sqrt`,
+    /// functions), prefix signs, `^` towers and chains of postfix operators (`3!!`, `5\%`) all
+    /// count. Default 48; values above 64 are treated as 64, which bounds the stack a check
+    /// uses (a deepest answer is judged within 256 KiB).
     pub max_depth: usize,
     /// Largest exact integer or rational (numerator plus denominator bits) kept exactly;
     /// larger intermediate values fall back to floating point or are refused. Default 16384.

@@ -1,8 +1,22 @@
 //! Recursive-descent parser from tokens to [`Node`], with a hard nesting bound.
 //!
-//! Every recursive entry point goes through [`Parser::enter`], which refuses to go deeper
-//! than `max_depth`; operator chains are built flat (n-ary sums and products), so the tree
-//! depth, and the stack used by every later recursive walk, is bounded by the nesting depth.
+//! One depth budget bounds both the parser's own recursion and the tree it builds:
+//!
+//! - every recursive rule goes through [`Parser::enter`], which refuses to go deeper than
+//!   `max_depth` (clamped to [`MAX_DEPTH_CEILING`]); every cycle of the grammar (brackets,
+//!   braces, `\frac`, `\sqrt`, `^` towers, prefix signs, function applications, subscripts,
+//!   `|x|`, sets, tuples, intervals, matrices) passes through a rule that charges it;
+//! - the one loop that wraps a node in place, a chain of postfix operators (`3!!!`, `1%%`),
+//!   charges one level per operator for as long as the chain is being built, so no rule can
+//!   return a tree deeper than the budget allows;
+//! - sums, products, lists and relations are built flat (n-ary), so long chains of binary
+//!   operators do not deepen the tree;
+//! - as a last line, a parsed tree deeper than [`tree_depth_limit`] (checked iteratively) is
+//!   refused too.
+//!
+//! So the stack used by the parser and by every later recursive walk (evaluation, comparison,
+//! display, clone, drop) is bounded whatever the input; `max_depth` errors are
+//! [`ParseError::TooDeep`], reported as `too_complex`.
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
@@ -41,11 +55,23 @@ struct Parser {
     seen_math: bool,
 }
 
+/// The largest nesting budget honoured, whatever `Config::max_depth` says: at this depth the
+/// deepest tree the parser can build is judged within a 256 KiB stack (see `tests/it/depth.rs`),
+/// an eighth of a rayon worker's.
+pub(crate) const MAX_DEPTH_CEILING: usize = 64;
+
+/// The deepest tree accepted for a nesting budget of `max_depth` (the parser builds at most a
+/// few nodes per level it charges; this is a backstop, not the bound callers meet first).
+pub(crate) fn tree_depth_limit(max_depth: usize) -> usize {
+    4 * max_depth.min(MAX_DEPTH_CEILING) + 8
+}
+
 /// Parses one answer string (LaTeX or plain text).
 pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parsed, ParseError> {
     if src.len() > max_len {
         return Err(ParseError::TooLong);
     }
+    let max_depth = max_depth.min(MAX_DEPTH_CEILING);
     let norm = lexer::normalise_unicode(src);
     let toks = lexer::lex(&norm)
         .map_err(|LexError::Unknown(u)| ParseError::Syntax(format!("unknown symbol `{u}`")))?;
@@ -81,6 +107,9 @@ pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parse
     let node = p.top()?;
     if p.pos < p.toks.len() {
         return Err(ParseError::Syntax(format!("unexpected {:?}", p.toks[p.pos])));
+    }
+    if node.deeper_than(tree_depth_limit(max_depth)) {
+        return Err(ParseError::TooDeep);
     }
     let _ = p.seen_math;
     Ok(Parsed { node, words_before_math: p.words_before_math, has_words: seen_word })
@@ -187,6 +216,8 @@ impl Parser {
         }
     }
 
+    /// Charges one level of the depth budget; [`ParseError::TooDeep`] past `max_depth`. Every
+    /// recursive rule calls it first and [`Parser::leave`] on success (an error ends the parse).
     fn enter(&mut self) -> Result<(), ParseError> {
         self.depth += 1;
         if self.depth > self.max_depth {
@@ -425,20 +456,25 @@ impl Parser {
         self.postfix_ops(p)
     }
 
+    /// `x!`, `x%`, `x!%!`: each operator wraps the node once more, so each charges one level of
+    /// the depth budget until the chain ends (the tree is as deep as a nesting would be).
     fn postfix_ops(&mut self, mut p: Node) -> Result<Node, ParseError> {
-        loop {
-            match self.peek() {
-                Some(Tok::Bang) => {
-                    self.pos += 1;
-                    p = Node::Fact(Box::new(p));
-                }
-                Some(Tok::Percent) => {
-                    self.pos += 1;
-                    p = Node::Percent(Box::new(p));
-                }
-                _ => return Ok(p),
+        let mut charged = 0;
+        let result = loop {
+            let wrap: fn(Box<Node>) -> Node = match self.peek() {
+                Some(Tok::Bang) => Node::Fact,
+                Some(Tok::Percent) => Node::Percent,
+                _ => break Ok(p),
+            };
+            charged += 1;
+            if let Err(e) = self.enter() {
+                break Err(e);
             }
-        }
+            self.pos += 1;
+            p = wrap(Box::new(p));
+        };
+        self.depth -= charged;
+        result
     }
 
     /// A `{..}` group or a single token argument (`\frac12`, `\sqrt2`).
@@ -693,5 +729,34 @@ mod tests {
         // Long flat chains are fine: they do not deepen the tree.
         let chain = vec!["1"; 1000].join("+");
         assert!(parse(&chain, 48, 1 << 20).is_ok());
+    }
+
+    #[test]
+    fn postfix_chains_charge_the_depth_budget() {
+        for op in ["!", "%", "\\%", "!%"] {
+            let chain = format!("3{}", op.repeat(1_500));
+            assert_eq!(parse(&chain, 48, 1 << 20).unwrap_err(), ParseError::TooDeep, "{op}");
+            // After a power and inside brackets too.
+            let chain = format!("(2^3{})", op.repeat(1_500));
+            assert_eq!(parse(&chain, 48, 1 << 20).unwrap_err(), ParseError::TooDeep, "{op}");
+        }
+        assert_eq!(p("3!!"), "((3)!)!");
+        assert_eq!(p("5\\%!"), "(5%)!");
+        // The budget is given back when a chain ends: many short chains side by side are fine.
+        let many = vec!["3!!"; 500].join("+");
+        assert!(parse(&many, 48, 1 << 20).is_ok());
+    }
+
+    #[test]
+    fn accepted_trees_are_within_the_tree_bound_and_the_budget_is_clamped() {
+        for s in ["-(-(-(1)))", "3!!!!!", "-(\\frac{1}{\\sqrt{x^{2}}})", "\\{(1, [2, 3))\\}"] {
+            let node = parse(s, 48, 4096).unwrap().node;
+            assert!(!node.deeper_than(tree_depth_limit(48)), "{s}");
+            assert!(node.deeper_than(2), "{s}");
+        }
+        // A huge configured budget is clamped: the parser's recursion stays bounded.
+        let deep = format!("{}1{}", "(".repeat(3_000), ")".repeat(3_000));
+        assert_eq!(parse(&deep, usize::MAX, 1 << 20).unwrap_err(), ParseError::TooDeep);
+        assert_eq!(tree_depth_limit(usize::MAX), tree_depth_limit(MAX_DEPTH_CEILING));
     }
 }

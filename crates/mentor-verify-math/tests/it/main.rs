@@ -3,6 +3,7 @@
 
 mod cases;
 mod datasets;
+mod depth;
 mod fixture;
 mod props;
 mod safety;
