@@ -5,6 +5,7 @@
 //! so results are deterministic. Identical canonical forms are equal without evaluating,
 //! which keeps `2^{100000} = 2^{100000}` true even though evaluating it is refused.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use mentor_core::MathRelation;
@@ -31,7 +32,47 @@ pub(crate) enum Cmp {
     TooComplex(String),
 }
 
-const EVAL_BUDGET: usize = 20_000;
+/// Work units one evaluation may spend (a node visited is one; exact values cost more by
+/// size, factorials and binomials by their number of steps; see `eval::eval`).
+const EVAL_BUDGET: usize = 50_000;
+/// Work units one whole comparison may spend: every evaluation at every sample point, and
+/// every pair of items tried while matching (nested sets and lists multiply), draw on it.
+/// Calibrated to about a second of the slowest work per check.
+const WORK_BUDGET: usize = 1_000_000;
+/// Units charged for one pairwise comparison, besides its evaluations and text.
+const COMPARE_COST: usize = 16;
+/// Units charged for setting up one evaluation, besides the nodes it visits.
+const EVAL_CALL_COST: usize = 16;
+
+/// One comparison's settings and the work budget all its parts share.
+pub(crate) struct Cx<'a> {
+    cfg: &'a Config,
+    /// Work units left.
+    work: Cell<usize>,
+    /// Whether some part was refused for lack of work units.
+    exhausted: Cell<bool>,
+}
+
+impl<'a> Cx<'a> {
+    fn new(cfg: &'a Config) -> Self {
+        Cx { cfg, work: Cell::new(WORK_BUDGET), exhausted: Cell::new(false) }
+    }
+
+    /// Takes `units` from the budget; `false` (and the budget marked exhausted) if short.
+    fn charge(&self, units: usize) -> bool {
+        match self.work.get().checked_sub(units) {
+            Some(left) => {
+                self.work.set(left);
+                true
+            }
+            None => {
+                self.work.set(0);
+                self.exhausted.set(true);
+                false
+            }
+        }
+    }
+}
 /// Longest list, set or union matched without order (matching is quadratic).
 const MAX_ITEMS: usize = 100;
 
@@ -117,13 +158,20 @@ fn expand_pm(n: Node) -> Node {
     }
 }
 
-/// Compares prediction `p` against gold `g`.
+/// Compares prediction `p` against gold `g`, within [`WORK_BUDGET`] units of work.
 pub(crate) fn compare(g: &Node, p: &Node, cfg: &Config) -> Cmp {
     let g_rel = matches!(g, Node::Rel(..));
     let p_rel = matches!(p, Node::Rel(..));
     let g = normalise(g.clone(), p_rel);
     let p = normalise(p.clone(), g_rel);
-    compare_norm(&g, &p, cfg)
+    let cx = Cx::new(cfg);
+    let result = compare_norm(&g, &p, &cx);
+    // Past the budget, comparisons answer `TooComplex` and matchings built on them may have
+    // read that as "different": only the refusal is reliable.
+    if cx.exhausted.get() {
+        return Cmp::TooComplex(format!("a comparison needing more than {WORK_BUDGET} units of work"));
+    }
+    result
 }
 
 /// An inequality in one variable as the interval it describes: `x \le 3` is `(-oo, 3]`,
@@ -160,8 +208,18 @@ fn rel_to_interval(items: &[Node], rels: &[Rel]) -> Option<Node> {
     }
 }
 
-fn compare_norm(g: &Node, p: &Node, cfg: &Config) -> Cmp {
-    if g == p || g.to_string() == p.to_string() {
+fn compare_norm(g: &Node, p: &Node, cx: &Cx<'_>) -> Cmp {
+    if !cx.charge(COMPARE_COST) {
+        return Cmp::TooComplex("too many comparisons".into());
+    }
+    if g == p {
+        return Cmp::Equal;
+    }
+    let (gs, ps) = (g.to_string(), p.to_string());
+    if !cx.charge((gs.len() + ps.len()) / 32) {
+        return Cmp::TooComplex("too many comparisons".into());
+    }
+    if gs == ps {
         return Cmp::Equal;
     }
     // An inequality against an interval answer: compare the interval it describes.
@@ -169,12 +227,12 @@ fn compare_norm(g: &Node, p: &Node, cfg: &Config) -> Cmp {
     match (g, p) {
         (Node::Rel(items, rels), other) if interval_like(other) => {
             if let Some(iv) = rel_to_interval(items, rels) {
-                return compare_norm(&iv, other, cfg);
+                return compare_norm(&iv, other, cx);
             }
         }
         (other, Node::Rel(items, rels)) if interval_like(other) => {
             if let Some(iv) = rel_to_interval(items, rels) {
-                return compare_norm(other, &iv, cfg);
+                return compare_norm(other, &iv, cx);
             }
         }
         _ => {}
@@ -193,23 +251,23 @@ fn compare_norm(g: &Node, p: &Node, cfg: &Config) -> Cmp {
         (g, Node::List(items)) if g.is_scalar() => {
             // Anti-hacking: several candidates for one answer is wrong even if one matches.
             let Some(first) = items.first() else { return Cmp::WrongType(g.kind(), p.kind()) };
-            let distinct = items.iter().skip(1).any(|x| !matches!(compare_norm(first, x, cfg), Cmp::Equal));
+            let distinct = items.iter().skip(1).any(|x| !matches!(compare_norm(first, x, cx), Cmp::Equal));
             if distinct {
                 Cmp::Multiple
             } else {
-                compare_norm(g, first, cfg)
+                compare_norm(g, first, cx)
             }
         }
-        (g, p) if g.is_scalar() && p.is_scalar() => scalar_eq(g, p, cfg),
+        (g, p) if g.is_scalar() && p.is_scalar() => scalar_eq(g, p, cx),
         (Node::List(a), Node::List(b) | Node::Set(b))
         | (Node::Set(a), Node::List(b) | Node::Set(b))
-        | (Node::List(a), Node::Tuple(b)) => unordered(a, b, cfg, matches!(g, Node::Set(_))),
-        (Node::Tuple(a), Node::Tuple(b) | Node::List(b)) => ordered(a, b, cfg),
+        | (Node::List(a), Node::Tuple(b)) => unordered(a, b, cx, matches!(g, Node::Set(_))),
+        (Node::Tuple(a), Node::Tuple(b) | Node::List(b)) => ordered(a, b, cx),
         (Node::Matrix(rows), Node::Tuple(b)) | (Node::Tuple(b), Node::Matrix(rows))
             if rows.iter().all(|r| r.len() == 1) =>
         {
             let col: Vec<Node> = rows.iter().map(|r| r[0].clone()).collect();
-            ordered(&col, b, cfg)
+            ordered(&col, b, cx)
         }
         (Node::Matrix(a), Node::Matrix(b)) => {
             if a.len() != b.len() || a.iter().zip(b).any(|(x, y)| x.len() != y.len()) {
@@ -217,7 +275,7 @@ fn compare_norm(g: &Node, p: &Node, cfg: &Config) -> Cmp {
             }
             let fa: Vec<Node> = a.iter().flatten().cloned().collect();
             let fb: Vec<Node> = b.iter().flatten().cloned().collect();
-            ordered(&fa, &fb, cfg)
+            ordered(&fa, &fb, cx)
         }
         (
             Node::Interval { lo: l1, hi: h1, lo_closed: a1, hi_closed: b1 },
@@ -226,20 +284,20 @@ fn compare_norm(g: &Node, p: &Node, cfg: &Config) -> Cmp {
             if a1 != a2 || b1 != b2 {
                 return Cmp::NotEqual(None);
             }
-            all_equal(&[(l1, l2), (h1, h2)], cfg)
+            all_equal(&[(l1, l2), (h1, h2)], cx)
         }
         (Node::Interval { .. }, Node::Tuple(v)) | (Node::Tuple(v), Node::Interval { .. }) if v.len() == 2 => {
             Cmp::NotEqual(None)
         }
-        (Node::Union(a), Node::Union(b)) => unordered(a, b, cfg, true),
-        (Node::Rel(ga, gr), Node::Rel(pa, pr)) => relation_eq(ga, gr, pa, pr, cfg),
+        (Node::Union(a), Node::Union(b)) => unordered(a, b, cx, true),
+        (Node::Rel(ga, gr), Node::Rel(pa, pr)) => relation_eq(ga, gr, pa, pr, cx),
         (g, p) => Cmp::WrongType(g.kind(), p.kind()),
     }
 }
 
-fn all_equal(pairs: &[(&Node, &Node)], cfg: &Config) -> Cmp {
+fn all_equal(pairs: &[(&Node, &Node)], cx: &Cx<'_>) -> Cmp {
     for (a, b) in pairs {
-        match compare_norm(a, b, cfg) {
+        match compare_norm(a, b, cx) {
             Cmp::Equal => {}
             Cmp::TooComplex(d) => return Cmp::TooComplex(d),
             _ => return Cmp::NotEqual(None),
@@ -248,23 +306,23 @@ fn all_equal(pairs: &[(&Node, &Node)], cfg: &Config) -> Cmp {
     Cmp::Equal
 }
 
-fn ordered(a: &[Node], b: &[Node], cfg: &Config) -> Cmp {
+fn ordered(a: &[Node], b: &[Node], cx: &Cx<'_>) -> Cmp {
     if a.len() != b.len() {
         return Cmp::NotEqual(None);
     }
     let pairs: Vec<(&Node, &Node)> = a.iter().zip(b).collect();
-    all_equal(&pairs, cfg)
+    all_equal(&pairs, cx)
 }
 
 /// Multiset (or set, when `dedup`) equality by greedy matching.
-fn unordered(a: &[Node], b: &[Node], cfg: &Config, dedup: bool) -> Cmp {
+fn unordered(a: &[Node], b: &[Node], cx: &Cx<'_>, dedup: bool) -> Cmp {
     if a.len() > MAX_ITEMS || b.len() > MAX_ITEMS {
         return Cmp::TooComplex(format!("a list of more than {MAX_ITEMS} items"));
     }
     let dd = |v: &[Node]| -> Vec<Node> {
         let mut out: Vec<Node> = Vec::new();
         for x in v {
-            if !dedup || !out.iter().any(|y| compare_norm(y, x, cfg) == Cmp::Equal) {
+            if !dedup || !out.iter().any(|y| compare_norm(y, x, cx) == Cmp::Equal) {
                 out.push(x.clone());
             }
         }
@@ -281,7 +339,7 @@ fn unordered(a: &[Node], b: &[Node], cfg: &Config, dedup: bool) -> Cmp {
             if used[k] {
                 continue;
             }
-            match compare_norm(x, y, cfg) {
+            match compare_norm(x, y, cx) {
                 Cmp::Equal => {
                     used[k] = true;
                     hit = true;
@@ -308,7 +366,7 @@ fn flip(r: Rel) -> Rel {
     }
 }
 
-fn relation_eq(ga: &[Node], gr: &[Rel], pa: &[Node], pr: &[Rel], cfg: &Config) -> Cmp {
+fn relation_eq(ga: &[Node], gr: &[Rel], pa: &[Node], pr: &[Rel], cx: &Cx<'_>) -> Cmp {
     if ga.len() != pa.len() {
         return Cmp::NotEqual(None);
     }
@@ -316,16 +374,16 @@ fn relation_eq(ga: &[Node], gr: &[Rel], pa: &[Node], pr: &[Rel], cfg: &Config) -
         // Equations are equal when lhs - rhs are proportional: y = 2x + 3 vs 2x - y + 3 = 0.
         let dg = Node::Add(vec![ga[0].clone(), Node::Neg(Box::new(ga[1].clone()))]);
         let dp = Node::Add(vec![pa[0].clone(), Node::Neg(Box::new(pa[1].clone()))]);
-        return proportional(&dg, &dp, cfg);
+        return proportional(&dg, &dp, cx);
     }
     if gr == pr {
         let pairs: Vec<(&Node, &Node)> = ga.iter().zip(pa).collect();
-        return all_equal(&pairs, cfg);
+        return all_equal(&pairs, cx);
     }
     let flipped: Vec<Rel> = pr.iter().rev().map(|r| flip(*r)).collect();
     if gr == flipped.as_slice() {
         let pairs: Vec<(&Node, &Node)> = ga.iter().zip(pa.iter().rev()).collect();
-        return all_equal(&pairs, cfg);
+        return all_equal(&pairs, cx);
     }
     Cmp::NotEqual(None)
 }
@@ -346,9 +404,21 @@ fn sample_points(symbols: &[String], count: usize) -> Vec<HashMap<String, Val>> 
         .collect()
 }
 
-fn eval_at(n: &Node, vars: &HashMap<String, Val>, cfg: &Config) -> Result<Val, EvalError> {
-    let mut ctx = Ctx { vars, max_bits: cfg.max_bits, budget: EVAL_BUDGET };
-    eval::eval(n, &mut ctx)
+/// Evaluates `n` at `vars`, drawing on the comparison's work budget.
+fn eval_at(n: &Node, vars: &HashMap<String, Val>, cx: &Cx<'_>) -> Result<Val, EvalError> {
+    if !cx.charge(EVAL_CALL_COST) {
+        return Err(EvalError::TooBig("too many operations".into()));
+    }
+    let left = cx.work.get();
+    let budget = left.min(EVAL_BUDGET);
+    let mut ctx = Ctx { vars, max_bits: cx.cfg.max_bits, budget };
+    let result = eval::eval(n, &mut ctx);
+    cx.work.set(left - (budget - ctx.budget));
+    if ctx.budget == 0 && budget == left {
+        // Stopped by the comparison's budget, not by this evaluation's own.
+        cx.exhausted.set(true);
+    }
+    result
 }
 
 fn union_symbols(a: &Node, b: &Node) -> Vec<String> {
@@ -360,12 +430,12 @@ fn union_symbols(a: &Node, b: &Node) -> Vec<String> {
 }
 
 /// `dg / dp` is a non-zero constant at every sample point.
-fn proportional(dg: &Node, dp: &Node, cfg: &Config) -> Cmp {
+fn proportional(dg: &Node, dp: &Node, cx: &Cx<'_>) -> Cmp {
     let syms = union_symbols(dg, dp);
     let mut ratio: Option<Val> = None;
     let mut compared = 0;
-    for pt in sample_points(&syms, cfg.sample_points.max(2)) {
-        let (a, b) = match (eval_at(dg, &pt, cfg), eval_at(dp, &pt, cfg)) {
+    for pt in sample_points(&syms, cx.cfg.sample_points.max(2)) {
+        let (a, b) = match (eval_at(dg, &pt, cx), eval_at(dp, &pt, cx)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(EvalError::TooBig(d)), _) | (_, Err(EvalError::TooBig(d))) => return Cmp::TooComplex(d),
             (Err(EvalError::NotScalar), _) | (_, Err(EvalError::NotScalar)) => return Cmp::NotEqual(None),
@@ -373,8 +443,8 @@ fn proportional(dg: &Node, dp: &Node, cfg: &Config) -> Cmp {
         };
         let zero = Val::real(BigRational::zero());
         let (az, bz) = (
-            eval::values_equal(&a, &zero, cfg.rel_tolerance),
-            eval::values_equal(&b, &zero, cfg.rel_tolerance),
+            eval::values_equal(&a, &zero, cx.cfg.rel_tolerance),
+            eval::values_equal(&b, &zero, cx.cfg.rel_tolerance),
         );
         if az || bz {
             if az != bz {
@@ -388,7 +458,7 @@ fn proportional(dg: &Node, dp: &Node, cfg: &Config) -> Cmp {
         };
         match &ratio {
             None => ratio = Some(r),
-            Some(r0) if eval::values_equal(r0, &r, cfg.rel_tolerance) => {}
+            Some(r0) if eval::values_equal(r0, &r, cx.cfg.rel_tolerance) => {}
             Some(_) => return Cmp::NotEqual(None),
         }
         compared += 1;
@@ -401,29 +471,29 @@ fn proportional(dg: &Node, dp: &Node, cfg: &Config) -> Cmp {
 }
 
 /// Value equality of two scalars, with the percentage rule and relation detection.
-fn scalar_eq(g: &Node, p: &Node, cfg: &Config) -> Cmp {
+fn scalar_eq(g: &Node, p: &Node, cx: &Cx<'_>) -> Cmp {
     if g.to_string() == p.to_string() {
         return Cmp::Equal;
     }
     // `25%` vs `25` (always) or `0.25` (when configured); both percentages compare inside.
     match (g, p) {
-        (Node::Percent(a), Node::Percent(b)) => return scalar_eq(a, b, cfg),
+        (Node::Percent(a), Node::Percent(b)) => return scalar_eq(a, b, cx),
         (Node::Percent(a), other) | (other, Node::Percent(a)) => {
-            let direct = match scalar_eq(a, other, cfg) {
+            let direct = match scalar_eq(a, other, cx) {
                 // Off by exactly 100 next to a percent sign: read as a percentage or not.
                 Cmp::NotEqual(Some(MathRelation::PowerOfTen { exponent: 2 | -2 })) => {
                     Cmp::NotEqual(Some(MathRelation::Percentage))
                 }
                 d => d,
             };
-            if direct == Cmp::Equal || !cfg.percent_as_fraction {
+            if direct == Cmp::Equal || !cx.cfg.percent_as_fraction {
                 return direct;
             }
             let as_frac = Node::Mul(vec![
                 (**a).clone(),
                 Node::Recip(Box::new(Node::num(BigRational::from_integer(100.into())))),
             ]);
-            return match scalar_eq(&as_frac, other, cfg) {
+            return match scalar_eq(&as_frac, other, cx) {
                 Cmp::Equal => Cmp::Equal,
                 _ => direct,
             };
@@ -435,19 +505,19 @@ fn scalar_eq(g: &Node, p: &Node, cfg: &Config) -> Cmp {
     // are equal as functions, which exact evaluation at rational points decides without any
     // tolerance. Only used when every evaluation stays exact.
     if has_constant(g) && has_constant(p) {
-        if let Some(decided) = constants_as_symbols(g, p, cfg) {
+        if let Some(decided) = constants_as_symbols(g, p, cx) {
             return decided;
         }
     }
     let syms = union_symbols(g, p);
     if syms.is_empty() {
         let empty = HashMap::new();
-        return match (eval_at(g, &empty, cfg), eval_at(p, &empty, cfg)) {
+        return match (eval_at(g, &empty, cx), eval_at(p, &empty, cx)) {
             (Ok(a), Ok(b)) => {
-                if eval::values_equal(&a, &b, cfg.rel_tolerance) {
+                if eval::values_equal(&a, &b, cx.cfg.rel_tolerance) {
                     Cmp::Equal
                 } else {
-                    Cmp::NotEqual(relation(&a, &b, p, cfg))
+                    Cmp::NotEqual(relation(&a, &b, p, cx))
                 }
             }
             (Err(EvalError::TooBig(d)), _) | (_, Err(EvalError::TooBig(d))) => Cmp::TooComplex(d),
@@ -455,11 +525,11 @@ fn scalar_eq(g: &Node, p: &Node, cfg: &Config) -> Cmp {
         };
     }
     let mut compared = 0;
-    for pt in sample_points(&syms, cfg.sample_points.max(2)) {
-        match (eval_at(g, &pt, cfg), eval_at(p, &pt, cfg)) {
+    for pt in sample_points(&syms, cx.cfg.sample_points.max(2)) {
+        match (eval_at(g, &pt, cx), eval_at(p, &pt, cx)) {
             (Ok(a), Ok(b)) => {
-                if !eval::values_equal(&a, &b, cfg.rel_tolerance) {
-                    return Cmp::NotEqual(symbolic_sign_flip(g, p, &syms, cfg));
+                if !eval::values_equal(&a, &b, cx.cfg.rel_tolerance) {
+                    return Cmp::NotEqual(symbolic_sign_flip(g, p, &syms, cx));
                 }
                 compared += 1;
             }
@@ -476,22 +546,28 @@ fn scalar_eq(g: &Node, p: &Node, cfg: &Config) -> Cmp {
 }
 
 /// The canonical text of an answer for feedback: exact values as reduced fractions
-/// (`4\frac{2}{3}` gives `14/3`), containers element by element, the rest as parsed.
+/// (`4\frac{2}{3}` gives `14/3`), containers element by element, the rest as parsed. Within
+/// its own [`WORK_BUDGET`]; what is not evaluated in it is shown as parsed.
 pub(crate) fn pretty(n: &Node, cfg: &Config) -> String {
-    let items = |v: &[Node]| v.iter().map(|x| pretty(x, cfg)).collect::<Vec<_>>().join(", ");
+    pretty_in(n, &Cx::new(cfg))
+}
+
+fn pretty_in(n: &Node, cx: &Cx<'_>) -> String {
+    let pretty = pretty_in;
+    let items = |v: &[Node]| v.iter().map(|x| pretty(x, cx)).collect::<Vec<_>>().join(", ");
     match n {
-        Node::Percent(a) => format!("{}%", pretty(a, cfg)),
+        Node::Percent(a) => format!("{}%", pretty(a, cx)),
         Node::List(v) => items(v),
         Node::Tuple(v) => format!("({})", items(v)),
         Node::Set(v) => format!("{{{}}}", items(v)),
         Node::Interval { lo, hi, lo_closed, hi_closed } => format!(
             "{}{}, {}{}",
             if *lo_closed { "[" } else { "(" },
-            pretty(lo, cfg),
-            pretty(hi, cfg),
+            pretty(lo, cx),
+            pretty(hi, cx),
             if *hi_closed { "]" } else { ")" }
         ),
-        s if s.is_scalar() && s.symbols().is_empty() => match eval_at(s, &HashMap::new(), cfg) {
+        s if s.is_scalar() && s.symbols().is_empty() => match eval_at(s, &HashMap::new(), cx) {
             Ok(Val::Exact(a, b)) if b.is_zero() => a.to_string(),
             Ok(Val::Exact(a, b)) => format!("{a} + {b}*i"),
             _ => s.to_string(),
@@ -541,13 +617,13 @@ fn substitute_constants(n: &Node) -> Node {
 }
 
 /// Exact comparison with pi and e as unknowns; `None` when some evaluation is inexact.
-fn constants_as_symbols(g: &Node, p: &Node, cfg: &Config) -> Option<Cmp> {
+fn constants_as_symbols(g: &Node, p: &Node, cx: &Cx<'_>) -> Option<Cmp> {
     let (g2, p2) = (substitute_constants(g), substitute_constants(p));
     let syms = union_symbols(&g2, &p2);
     let mut verdict = Cmp::Equal;
     let mut compared = 0;
-    for pt in sample_points(&syms, cfg.sample_points.max(2)) {
-        match (eval_at(&g2, &pt, cfg), eval_at(&p2, &pt, cfg)) {
+    for pt in sample_points(&syms, cx.cfg.sample_points.max(2)) {
+        match (eval_at(&g2, &pt, cx), eval_at(&p2, &pt, cx)) {
             (Ok(a), Ok(b)) if a.exact_real().is_some() && b.exact_real().is_some() => {
                 compared += 1;
                 if a != b {
@@ -562,14 +638,14 @@ fn constants_as_symbols(g: &Node, p: &Node, cfg: &Config) -> Option<Cmp> {
 }
 
 /// `p = -g` as functions (`6 - 3x` for `3x - 6`), checked at the sample points.
-fn symbolic_sign_flip(g: &Node, p: &Node, syms: &[String], cfg: &Config) -> Option<MathRelation> {
+fn symbolic_sign_flip(g: &Node, p: &Node, syms: &[String], cx: &Cx<'_>) -> Option<MathRelation> {
     let mut compared = 0;
-    for pt in sample_points(syms, cfg.sample_points.max(2)) {
-        match (eval_at(g, &pt, cfg), eval_at(p, &pt, cfg)) {
+    for pt in sample_points(syms, cx.cfg.sample_points.max(2)) {
+        match (eval_at(g, &pt, cx), eval_at(p, &pt, cx)) {
             (Ok(a), Ok(b)) => {
                 let zero = Val::real(BigRational::zero());
-                if eval::values_equal(&a, &zero, cfg.rel_tolerance)
-                    || !eval::values_equal(&eval::neg(&a), &b, cfg.rel_tolerance)
+                if eval::values_equal(&a, &zero, cx.cfg.rel_tolerance)
+                    || !eval::values_equal(&eval::neg(&a), &b, cx.cfg.rel_tolerance)
                 {
                     return None;
                 }
@@ -591,8 +667,8 @@ fn decimals_of(p: &Node) -> Option<u32> {
 }
 
 /// How a wrong prediction `b` relates to gold `a`.
-fn relation(a: &Val, b: &Val, p: &Node, cfg: &Config) -> Option<MathRelation> {
-    let tol = cfg.rel_tolerance;
+fn relation(a: &Val, b: &Val, p: &Node, cx: &Cx<'_>) -> Option<MathRelation> {
+    let tol = cx.cfg.rel_tolerance;
     if !eval::values_equal(a, &Val::real(BigRational::zero()), tol)
         && eval::values_equal(&eval::neg(a), b, tol)
     {
@@ -602,16 +678,19 @@ fn relation(a: &Val, b: &Val, p: &Node, cfg: &Config) -> Option<MathRelation> {
     if let (Some(x), Some(y)) = (a.exact_real(), b.exact_real()) {
         if !x.is_zero() && !y.is_zero() {
             let r = y / x;
-            for k in 1..=12i32 {
-                let p10 = BigRational::from_integer(BigInt::from(10u32).pow(k as u32));
-                if r == p10 || r == p10.recip() {
-                    let exponent = if r == p10 { k } else { -k };
-                    return Some(if k == 2 && percent_involved(p) {
-                        MathRelation::Percentage
-                    } else {
-                        MathRelation::PowerOfTen { exponent }
-                    });
-                }
+            let exponent = if r.denom().is_one() {
+                power_of_ten(r.numer())
+            } else if r.numer().is_one() {
+                power_of_ten(r.denom()).map(|k| -k)
+            } else {
+                None
+            };
+            if let Some(exponent) = exponent {
+                return Some(if exponent.abs() == 2 && percent_involved(p) {
+                    MathRelation::Percentage
+                } else {
+                    MathRelation::PowerOfTen { exponent }
+                });
             }
             if (x * y).is_one() {
                 return Some(MathRelation::Reciprocal);
@@ -639,6 +718,17 @@ fn relation(a: &Val, b: &Val, p: &Node, cfg: &Config) -> Option<MathRelation> {
     }
     let _ = BigRational::one().abs().to_f64();
     None
+}
+
+/// `k` when `n` is `10^k` for `k` in 1..=12 (cheap: no big powers are built).
+fn power_of_ten(n: &BigInt) -> Option<i32> {
+    let mut v = n.to_u64()?;
+    let mut k = 0;
+    while v >= 10 && v % 10 == 0 {
+        v /= 10;
+        k += 1;
+    }
+    (v == 1 && (1..=12).contains(&k)).then_some(k)
 }
 
 fn percent_involved(p: &Node) -> bool {

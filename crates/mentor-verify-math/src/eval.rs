@@ -39,8 +39,39 @@ type R = Result<Val, EvalError>;
 pub(crate) struct Ctx<'a> {
     pub(crate) vars: &'a HashMap<String, Val>,
     pub(crate) max_bits: u64,
-    /// Remaining operation budget; every node visited costs one.
+    /// Remaining work budget: every node visited costs one unit, an exact value a number of
+    /// units growing with the square of its size (big-rational arithmetic reduces by a gcd,
+    /// quadratic in the number of limbs), a factorial or binomial one unit per step.
     pub(crate) budget: usize,
+}
+
+impl Ctx<'_> {
+    /// Takes `units` from the budget, or refuses with [`EvalError::TooBig`] (the budget is then
+    /// spent).
+    fn spend(&mut self, units: usize) -> Result<(), EvalError> {
+        match self.budget.checked_sub(units) {
+            Some(left) => {
+                self.budget = left;
+                Ok(())
+            }
+            None => {
+                self.budget = 0;
+                Err(EvalError::TooBig("too many operations".into()))
+            }
+        }
+    }
+}
+
+/// Work units of having computed `v` (see [`Ctx::budget`]): 1 for a value of 64 limbs (4096
+/// bits), 16 for 16384 bits; nothing for small or floating-point values.
+fn size_cost(v: &Val) -> usize {
+    match v {
+        Val::Exact(a, b) => {
+            let limbs = ((bits(a) + bits(b)) / 64) as usize;
+            limbs * limbs / 64
+        }
+        Val::Approx(..) => 0,
+    }
 }
 
 fn bits(q: &BigRational) -> u64 {
@@ -364,10 +395,7 @@ fn nonneg_small_int(v: &Val, limit: u64) -> Option<u64> {
 
 /// Evaluates a scalar expression.
 pub(crate) fn eval(n: &Node, ctx: &mut Ctx<'_>) -> R {
-    if ctx.budget == 0 {
-        return Err(EvalError::TooBig("too many operations".into()));
-    }
-    ctx.budget -= 1;
+    ctx.spend(1)?;
     let max_bits = ctx.max_bits;
     let v = match n {
         Node::Num { value, .. } => Val::real(value.clone()),
@@ -382,6 +410,7 @@ pub(crate) fn eval(n: &Node, ctx: &mut Ctx<'_>) -> R {
             let mut acc = Val::real(BigRational::zero());
             for t in v {
                 acc = check_size(add(&acc, &eval(t, ctx)?), max_bits)?;
+                ctx.spend(size_cost(&acc))?;
             }
             acc
         }
@@ -389,6 +418,7 @@ pub(crate) fn eval(n: &Node, ctx: &mut Ctx<'_>) -> R {
             let mut acc = Val::real(BigRational::one());
             for t in v {
                 acc = check_size(mul(&acc, &eval(t, ctx)?), max_bits)?;
+                ctx.spend(size_cost(&acc))?;
             }
             acc
         }
@@ -433,6 +463,7 @@ pub(crate) fn eval(n: &Node, ctx: &mut Ctx<'_>) -> R {
                     EvalError::Undefined
                 }
             })?;
+            ctx.spend(k as usize)?;
             let mut acc = BigInt::one();
             for i in 2..=k {
                 acc *= i;
@@ -450,6 +481,7 @@ pub(crate) fn eval(n: &Node, ctx: &mut Ctx<'_>) -> R {
                 if kk > 2000 {
                     return Err(EvalError::TooBig("a binomial coefficient that large".into()));
                 }
+                ctx.spend(kk as usize)?;
                 let mut acc = BigInt::one();
                 for i in 0..kk {
                     acc = acc * (nn - i) / (i + 1);
@@ -468,7 +500,9 @@ pub(crate) fn eval(n: &Node, ctx: &mut Ctx<'_>) -> R {
         | Node::Matrix(_)
         | Node::Text(_) => return Err(EvalError::NotScalar),
     };
-    check_size(v, max_bits)
+    let v = check_size(v, max_bits)?;
+    ctx.spend(size_cost(&v))?;
+    Ok(v)
 }
 
 /// Whether two values are equal: exactly when both are exact, else within `rel_tol`.

@@ -96,3 +96,39 @@ fn batch_results_equal_one_by_one_results_in_order() {
     let one_by_one: Vec<_> = pairs.iter().map(|(g, c)| check(g, c, &cfg)).collect();
     assert_eq!(check_batch(&pairs, &cfg), one_by_one);
 }
+
+#[test]
+fn one_work_budget_bounds_a_whole_comparison() {
+    // Nested sets matched without order multiply their pairings, and each evaluation at each
+    // sample point costs: 12 reordered sets of 100 items took 34 s before the comparison had
+    // one budget for all of its parts; now refused in well under a second.
+    let inner = |k: usize, rev: bool| {
+        let mut v: Vec<String> = (0..100).map(|i| (i + k).to_string()).collect();
+        if rev {
+            v.reverse();
+        }
+        format!("\\{{{}\\}}", v.join(","))
+    };
+    let set = |rev: bool| {
+        let mut ks: Vec<usize> = (0..12).collect();
+        if rev {
+            ks.reverse();
+        }
+        format!("\\{{{}\\}}", ks.iter().map(|k| inner(*k, rev)).collect::<Vec<_>>().join(","))
+    };
+    let f = fb(&set(false), &format!("\\boxed{{{}}}", set(true)));
+    assert_eq!(f.outcome, MathOutcome::TooComplex, "{f:?}");
+    assert!(f.detail.as_deref().is_some_and(|d| d.contains("units of work")), "{f:?}");
+    // Factorials and binomials cost by their steps: hundreds of them are refused, not computed.
+    let binoms = vec!["\\binom{99999}{2000}"; 200].join("+");
+    assert_eq!(outcome("x", &format!("\\boxed{{x+{binoms}}}")), MathOutcome::TooComplex);
+    let facts = vec!["1000!"; 680].join("+");
+    assert_eq!(outcome("7", &format!("\\boxed{{{facts}}}")), MathOutcome::TooComplex);
+    // Ordinary answers are far from the budget: 100 items in reverse order still match.
+    let f = fb(&inner(0, false), &format!("\\boxed{{{}}}", inner(0, true)));
+    assert_eq!(f.outcome, MathOutcome::Correct, "{f:?}");
+    let f = fb(&inner(0, false), &format!("\\boxed{{{}}}", inner(1, true)));
+    assert_eq!(f.outcome, MathOutcome::WrongValue, "{f:?}");
+    assert_eq!(outcome("120", "\\boxed{5!}"), MathOutcome::Correct);
+    assert_eq!(outcome("4950", "\\boxed{\\binom{100}{2}}"), MathOutcome::Correct);
+}
