@@ -91,9 +91,41 @@ fn feedback(outcome: CodeOutcome, exec: &Execution, tests_total: usize) -> CodeF
     }
 }
 
+/// The tag the guest harness puts before each progress event: the first 128 bits of
+/// `sha256(secret \n event)`, in hex. The candidate may call the progress import itself, and may
+/// even observe the harness's tagged events, but without the secret it cannot tag an event of
+/// its own (a truncated digest cannot be length-extended), so it cannot claim tests it did not
+/// pass.
+pub(crate) fn progress_tag(secret: &str, event: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(secret.as_bytes());
+    h.update(b"\n");
+    h.update(event.as_bytes());
+    h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The progress events of a judged run that carry this run's tag, untagged, in order.
+/// Everything else (events the program sent itself) is ignored.
+fn authentic_events<'a>(progress: &'a [String], secret: &str) -> Vec<&'a str> {
+    progress
+        .iter()
+        .filter_map(|e| {
+            let (tag, event) = e.split_once(' ')?;
+            (tag == progress_tag(secret, event)).then_some(event)
+        })
+        .collect()
+}
+
 /// Feedback for an execution that did not return normally (shared by all harnesses).
-/// `None` when it did return.
-fn abnormal(exec: &Execution, limits: &Limits, tests_total: usize, judged: bool) -> Option<CodeFeedback> {
+/// `None` when it did return. `events` are the harness's authenticated progress events (none
+/// for stdio runs): they name the test that was running, and the distinct tests that passed.
+fn abnormal(
+    exec: &Execution,
+    limits: &Limits,
+    tests_total: usize,
+    judged: bool,
+    events: &[&str],
+) -> Option<CodeFeedback> {
     let (outcome, detail) = match &exec.exit {
         Exit::Code(_) | Exit::Report(_) => return None,
         Exit::Timeout if exec.stdout_truncated || exec.stderr_truncated => (
@@ -127,9 +159,9 @@ fn abnormal(exec: &Execution, limits: &Limits, tests_total: usize, judged: bool)
     if exec.memory_limited && outcome == CodeOutcome::RuntimeError {
         fb.outcome = CodeOutcome::MemoryLimit;
     }
-    // Which test was running, from the harness's advisory progress events.
-    let mut passed = 0;
-    for event in &exec.progress {
+    // Which test was running, from the harness's progress events.
+    let mut passed = std::collections::BTreeSet::new();
+    for event in events {
         if let Some(rest) = event.strip_prefix("start ") {
             let (index, source) = rest.split_once('\n').unwrap_or((rest, ""));
             if let Ok(index) = index.parse() {
@@ -141,11 +173,13 @@ fn abnormal(exec: &Execution, limits: &Limits, tests_total: usize, judged: bool)
                     actual: None,
                 });
             }
-        } else if event.starts_with("pass ") {
-            passed += 1;
+        } else if let Some(index) = event.strip_prefix("pass ").and_then(|i| i.parse::<usize>().ok()) {
+            if index < tests_total {
+                passed.insert(index);
+            }
         }
     }
-    fb.tests_passed = passed.min(tests_total);
+    fb.tests_passed = passed.len();
     Some(fb)
 }
 
@@ -200,11 +234,11 @@ fn interpret(
     limits: &Limits,
     expected_max: Option<usize>,
 ) -> Result<CodeFeedback> {
-    let announced =
-        exec.progress.iter().find_map(|e| e.strip_prefix("program ")).and_then(|n| n.parse().ok());
-    let started = exec.progress.iter().filter(|e| e.starts_with("start ")).count();
+    let events = authentic_events(&exec.progress, secret);
+    let announced = events.iter().find_map(|e| e.strip_prefix("program ")).and_then(|n| n.parse().ok());
+    let started = events.iter().filter(|e| e.starts_with("start ")).count();
     let total = announced.or(expected_max).unwrap_or(started);
-    if let Some(fb) = abnormal(exec, limits, total, true) {
+    if let Some(fb) = abnormal(exec, limits, total, true, &events) {
         return Ok(fb);
     }
     let Exit::Report(raw) = &exec.exit else {
@@ -255,6 +289,9 @@ fn interpret(
     }
     if fb.failed_test.is_some() {
         fb.outcome = CodeOutcome::WrongAnswer;
+        // A failed setup step (a statement without an assert of its own, e.g. one calling a
+        // test-defined checker) is not counted as a test, but the run did not pass them all.
+        fb.tests_passed = fb.tests_passed.min(report.total.saturating_sub(1));
         return Ok(fb);
     }
     if report.phase != "done" || report.passed != report.total {
@@ -333,7 +370,7 @@ pub(crate) async fn run_stdio(
             expected: Some(case.output.clone()),
             actual,
         };
-        if let Some(mut fb) = abnormal(&exec, limits, total, false) {
+        if let Some(mut fb) = abnormal(&exec, limits, total, false, &[]) {
             if fb.outcome != CodeOutcome::Passed {
                 fb.tests_passed = passed;
                 fb.failed_test = Some(failed(Some(text(&exec.stdout))));
@@ -364,11 +401,15 @@ pub(crate) async fn run_stdio(
             fb.detail = Some(format!("exit code {code}"));
             return Ok(fb);
         }
+        // A cut output is never compared: what was dropped could contradict what was kept.
         if exec.stdout_truncated {
             let mut fb = feedback(CodeOutcome::OutputLimit, &exec, total);
             fb.tests_passed = passed;
             fb.failed_test = Some(failed(None));
-            fb.detail = Some("stdout exceeded its cap, so it cannot be judged".into());
+            fb.detail = Some(format!(
+                "stdout was cut at {} bytes (its cap), so it cannot be judged",
+                limits.stdout_bytes
+            ));
             return Ok(fb);
         }
         let actual = text(&exec.stdout);
@@ -407,6 +448,37 @@ mod tests {
         let b = new_secret();
         assert_eq!(a.len(), 32);
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn only_events_tagged_with_the_secret_count() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        let tag = |e: &str| format!("{} {e}", progress_tag(secret, e));
+        let progress = vec![
+            tag("program 3"),
+            tag("start 0\nassert f(1) == 1"),
+            tag("pass 0"),
+            "pass 1".to_string(),
+            format!("{} pass 2", progress_tag("another secret", "pass 2")),
+            format!("{} pass 2", progress_tag(secret, "pass 1")),
+            tag("pass 0"),
+        ];
+        let exec = Execution {
+            exit: Exit::StackOverflow,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stdout_truncated: false,
+            stderr_truncated: false,
+            memory_limited: false,
+            progress,
+            elapsed: std::time::Duration::ZERO,
+        };
+        let events = authentic_events(&exec.progress, secret);
+        assert_eq!(events, ["program 3", "start 0\nassert f(1) == 1", "pass 0", "pass 0"]);
+        // A replayed event counts once.
+        let fb = abnormal(&exec, &Limits::default(), 3, true, &events).expect("abnormal");
+        assert_eq!(fb.tests_passed, 1);
+        assert_eq!(fb.failed_test.map(|t| t.index), Some(0));
     }
 
     #[test]

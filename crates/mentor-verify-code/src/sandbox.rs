@@ -142,7 +142,9 @@ pub struct Execution {
     pub stderr_truncated: bool,
     /// Whether a memory growth was refused (the program may have recovered from it).
     pub memory_limited: bool,
-    /// Progress events the harness reported (advisory; see `runner.wit`).
+    /// Progress events as the guest sent them (at most 10,000 and 4 MiB of them): the judging
+    /// harness tags each with a digest of the run's secret, and only events with a valid tag
+    /// are believed (candidate code can call the import too; see `runner.wit`).
     pub progress: Vec<String>,
     /// Wall time of the execution.
     pub elapsed: Duration,
@@ -185,7 +187,12 @@ struct State {
     table: ResourceTable,
     limiter: Limiter,
     progress: Vec<String>,
+    progress_bytes: usize,
 }
+
+/// The most progress events kept per execution, and their total size.
+const MAX_EVENTS: usize = 10_000;
+const MAX_EVENT_BYTES: usize = 4 << 20;
 
 impl WasiView for State {
     fn ctx(&mut self) -> WasiCtxView<'_> {
@@ -424,6 +431,7 @@ impl Sandbox {
             table: ResourceTable::new(),
             limiter: Limiter { memory_bytes: limits.memory_bytes, hit: false },
             progress: Vec::new(),
+            progress_bytes: 0,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -503,9 +511,10 @@ fn link(engine: &Engine, component: &Component) -> Result<InstancePre<State>> {
     linker
         .root()
         .func_wrap("progress", |mut cx: wasmtime::StoreContextMut<'_, State>, (event,): (String,)| {
-            let p = &mut cx.data_mut().progress;
-            if p.len() < 10_000 {
-                p.push(event);
+            let state = cx.data_mut();
+            if state.progress.len() < MAX_EVENTS && state.progress_bytes + event.len() <= MAX_EVENT_BYTES {
+                state.progress_bytes += event.len();
+                state.progress.push(event);
             }
             Ok(())
         })
