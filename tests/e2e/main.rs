@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `mentor` binary on real files.
 
 mod cli_generate;
+mod cli_serve;
 mod cli_tasks;
 mod cli_train;
 mod cli_train_real;
