@@ -28,8 +28,11 @@ pub struct TrainConfig {
     pub pretrain: PretrainSection,
     /// Rollouts.
     pub sampling: SamplingSection,
-    /// The GRPO update (TRL's `GRPOConfig` names; `num_generations` and
-    /// `max_completion_length` are taken from `[sampling]`).
+    /// The GRPO update (TRL's `GRPOConfig` names). TRL's `num_generations`,
+    /// `max_completion_length`, `temperature`, `max_steps`, `save_steps` and `eval_steps`
+    /// are accepted here as other names of `sampling.group_size`, `sampling.max_new_tokens`,
+    /// `sampling.temperature`, `run.steps`, `run.checkpoint_every` and `eval.every`
+    /// ([`ALIASES`]); one setting under both names with different values is an error.
     pub grpo: GrpoConfig,
     /// The arm.
     pub strategy: StrategySection,
@@ -485,22 +488,45 @@ impl TrainConfig {
 
     /// Parses TOML text (named `label` in errors), applies overrides and validates.
     pub fn parse(label: &str, text: &str, sets: &[String]) -> Result<Self> {
-        // The file alone first, so that its mistakes are reported with line and column.
-        toml::from_str::<TrainConfig>(text).map_err(|e| Error::Config {
+        let mut doc: toml::Table = toml::from_str(text).map_err(|e| Error::Config {
             file: label.into(),
             message: e.to_string().trim_end().to_string(),
         })?;
-        let mut doc: toml::Table =
-            toml::from_str(text).map_err(|e| Error::Config { file: label.into(), message: e.to_string() })?;
-        for set in sets {
-            apply_set(&mut doc, set)?;
+        if !ALIASES.iter().any(|(alias, _)| get_path(&doc, alias).is_some()) {
+            // The file alone first, so that its mistakes are reported with line and column
+            // (a file using TRL's names is checked after they are resolved, without).
+            toml::from_str::<TrainConfig>(text).map_err(|e| Error::Config {
+                file: label.into(),
+                message: e.to_string().trim_end().to_string(),
+            })?;
         }
-        let cfg: TrainConfig = TrainConfig::deserialize(toml::Value::Table(doc)).map_err(|e| {
+        resolve_aliases(&mut doc).map_err(|message| Error::Config { file: label.into(), message })?;
+        let mut given: Vec<&str> = Vec::new();
+        for set in sets {
+            let key = set.split_once('=').map_or(set.as_str(), |(k, _)| k.trim());
+            let canonical = alias_of(key).unwrap_or(key);
+            if let Some(other) = given.iter().find(|g| alias_of(g).unwrap_or(g) == canonical && **g != key) {
+                return Err(Error::Config {
+                    file: "--set".into(),
+                    message: format!("`{key}` and `{other}` name the same setting; give one"),
+                });
+            }
+            given.push(key);
+            match alias_of(key) {
+                Some(canonical) => {
+                    apply_set(&mut doc, &format!("{canonical}={}", &set[set.find('=').unwrap_or(0) + 1..]))?
+                }
+                None => apply_set(&mut doc, set)?,
+            }
+        }
+        let mut cfg: TrainConfig = TrainConfig::deserialize(toml::Value::Table(doc)).map_err(|e| {
             let file =
                 if sets.is_empty() { label.to_string() } else { format!("{label} with --set overrides") };
             Error::Config { file, message: e.to_string().trim_end().to_string() }
         })?;
         cfg.validate().map_err(|message| Error::Config { file: label.into(), message })?;
+        // One value per setting: the GRPO section's copies follow `[sampling]`.
+        cfg.grpo = cfg.grpo_config();
         Ok(cfg)
     }
 
@@ -707,6 +733,61 @@ fn flatten(prefix: &str, v: &toml::Value, out: &mut Vec<(String, toml::Value)>) 
     }
 }
 
+/// TRL's `GRPOConfig` names accepted in `[grpo]`, and the setting each one is: a key that is
+/// accepted is honoured (before, `grpo.num_generations` was silently replaced by
+/// `sampling.group_size`).
+pub const ALIASES: &[(&str, &str)] = &[
+    ("grpo.num_generations", "sampling.group_size"),
+    ("grpo.max_completion_length", "sampling.max_new_tokens"),
+    ("grpo.temperature", "sampling.temperature"),
+    ("grpo.max_steps", "run.steps"),
+    ("grpo.save_steps", "run.checkpoint_every"),
+    ("grpo.eval_steps", "eval.every"),
+];
+
+/// The setting `key` is another name of, when it is one of [`ALIASES`].
+fn alias_of(key: &str) -> Option<&'static str> {
+    ALIASES.iter().find(|(alias, _)| *alias == key).map(|(_, canonical)| *canonical)
+}
+
+fn get_path<'a>(doc: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
+    let mut parts = key.split('.');
+    let mut v = doc.get(parts.next()?)?;
+    for p in parts {
+        v = v.as_table()?.get(p)?;
+    }
+    Some(v)
+}
+
+/// Moves every alias in `doc` to its setting. Both names with different values is an error;
+/// the same value twice (as in a `config.toml` a run wrote) is one setting.
+fn resolve_aliases(doc: &mut toml::Table) -> std::result::Result<(), String> {
+    for (alias, canonical) in ALIASES {
+        let (section, field) = alias.split_once('.').unwrap_or(("", alias));
+        let Some(value) = doc.get(section).and_then(|s| s.as_table()).and_then(|t| t.get(field)).cloned()
+        else {
+            continue;
+        };
+        if let Some(existing) = get_path(doc, canonical) {
+            if existing != &value {
+                return Err(format!(
+                    "`{alias}` = {value} and `{canonical}` = {existing} name the same setting; give one"
+                ));
+            }
+        }
+        if let Some(t) = doc.get_mut(section).and_then(|s| s.as_table_mut()) {
+            t.remove(field);
+        }
+        let (c_section, c_field) = canonical.split_once('.').unwrap_or(("", canonical));
+        let entry =
+            doc.entry(c_section.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if let Some(t) = entry.as_table_mut() {
+            t.insert(c_field.to_string(), value);
+        }
+    }
+    Ok(())
+}
+
 /// Applies one `a.b.c=value` override to the TOML document.
 fn apply_set(doc: &mut toml::Table, set: &str) -> Result<()> {
     let bad = |message: String| Error::Config { file: "--set".into(), message };
@@ -789,6 +870,43 @@ mod tests {
         assert!(e.contains("hint_format") && e.contains("{prompt}"), "{e}");
         let e = TrainConfig::load("/nonexistent/x.toml", &[]).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/x.toml"), "{e}");
+    }
+
+    #[test]
+    fn trl_names_are_honoured_and_one_setting_given_twice_is_an_error() {
+        let cfg = TrainConfig::parse(
+            "x.toml",
+            "[grpo]\nnum_generations = 4\nmax_completion_length = 32\nmax_steps = 7\nsave_steps = 3\n\
+             eval_steps = 2\ntemperature = 0.7\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!((cfg.sampling.group_size, cfg.sampling.max_new_tokens), (4, 32));
+        assert_eq!((cfg.run.steps, cfg.run.checkpoint_every, cfg.eval.every), (7, 3, 2));
+        assert_eq!(cfg.sampling.temperature, 0.7);
+        assert_eq!((cfg.grpo.num_generations, cfg.grpo.max_completion_length), (4, 32));
+        let cfg = TrainConfig::load("demo", &["grpo.num_generations=5".into()]).unwrap();
+        assert_eq!((cfg.sampling.group_size, cfg.grpo_config().num_generations), (5, 5));
+
+        let e =
+            TrainConfig::parse("x.toml", "[grpo]\nnum_generations = 4\n[sampling]\ngroup_size = 8\n", &[])
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("x.toml") && e.contains("grpo.num_generations") && e.contains("sampling.group_size"),
+            "{e}"
+        );
+        let e = TrainConfig::load("demo", &["grpo.max_steps=3".into(), "run.steps=4".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("run.steps") && e.contains("grpo.max_steps"), "{e}");
+        // A written config (both names, one value) reads back as itself.
+        let cfg = TrainConfig::load("demo", &["sampling.group_size=3".into()]).unwrap();
+        let again = TrainConfig::parse("config.toml", &toml::to_string_pretty(&cfg).unwrap(), &[]).unwrap();
+        assert_eq!(again, cfg);
+        assert!(again.resume_conflicts(&cfg).is_empty());
+        // Sampling knobs not implemented are refused, not ignored.
+        assert!(TrainConfig::parse("x.toml", "[grpo]\ntop_p = 0.9\n", &[]).is_err());
     }
 
     #[test]
