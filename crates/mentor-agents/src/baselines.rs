@@ -86,6 +86,7 @@ impl Refinement {
 /// One line saying what the verifier found, without revealing the gold answer.
 pub(crate) fn feedback_summary(feedback: &Feedback) -> String {
     match feedback {
+        Feedback::VerifierError { .. } => "the answer could not be checked".into(),
         Feedback::Math(m) => match m.outcome {
             MathOutcome::NoAnswer => "no final answer was found".into(),
             MathOutcome::MultipleAnswers => "several different final answers were given".into(),

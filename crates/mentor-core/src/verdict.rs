@@ -202,6 +202,12 @@ pub enum Feedback {
     Math(MathFeedback),
     /// From running code against tests.
     Code(CodeFeedback),
+    /// The verifier itself failed on this completion (its machinery, not the answer): the
+    /// completion gets reward 0 and the training step goes on.
+    VerifierError {
+        /// What failed ([`crate::VerifierError`]'s message).
+        message: String,
+    },
 }
 
 /// The judgement of one completion: a reward in `[0, 1]`, whether it passed, and feedback.
@@ -251,6 +257,16 @@ impl Verdict {
     /// A failure: reward 0.
     pub fn fail(feedback: Feedback) -> Self {
         Self { reward: 0.0, passed: false, feedback }
+    }
+
+    /// The verdict of a completion the verifier failed on: reward 0, carrying the error.
+    pub fn verifier_error(error: &crate::VerifierError) -> Self {
+        Self::fail(Feedback::VerifierError { message: error.to_string() })
+    }
+
+    /// Whether this verdict records a failure of the verifier rather than a judgement.
+    pub fn is_verifier_error(&self) -> bool {
+        matches!(self.feedback, Feedback::VerifierError { .. })
     }
 
     /// Partial credit (e.g. the fraction of tests passed). Not a pass, even at 1.0.

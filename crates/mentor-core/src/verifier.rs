@@ -43,6 +43,16 @@ pub trait Verifier: Send + Sync {
     fn verify_batch(&self, items: &[(&Task, &str)]) -> Vec<Result<Verdict, VerifierError>> {
         items.iter().map(|(t, c)| self.verify(t, c)).collect()
     }
+
+    /// [`Verifier::verify_batch`] for training: a completion the verifier fails on gets
+    /// [`Verdict::verifier_error`] (reward 0, the error carried in its feedback) instead of
+    /// failing the whole batch, so one bad completion cannot stop a training step.
+    fn judge_batch(&self, items: &[(&Task, &str)]) -> Vec<Verdict> {
+        self.verify_batch(items)
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| Verdict::verifier_error(&e)))
+            .collect()
+    }
 }
 
 /// Decides whether a piece of text states the same answer as a gold answer.

@@ -53,6 +53,8 @@ pub struct StepMetrics {
     pub verify_seconds: f64,
     /// Rows handed to GRPO.
     pub rows: usize,
+    /// Completions (first or extra) the verifier failed on, scored 0 ([`mentor_core::Verdict::verifier_error`]).
+    pub verifier_errors: usize,
 }
 
 /// One intervention, for logs and reports.
@@ -153,6 +155,7 @@ impl Plugin {
             mean_reward: report.mean_reward,
             window_zrf: report.window_zrf,
             event: Some(report.event),
+            verifier_errors: groups.iter().map(|g| verifier_errors(&g.samples)).sum(),
             ..Default::default()
         };
         for grp in &groups {
@@ -231,12 +234,17 @@ fn verify_samples(
     task: &Task,
     prefix: Option<&str>,
     samples: Vec<crate::rollout::Sample>,
-) -> Result<Vec<Scored>> {
+) -> Vec<Scored> {
     let texts: Vec<String> =
         samples.iter().map(|s| format!("{}{}", prefix.unwrap_or(""), s.completion.text)).collect();
     let items: Vec<(&Task, &str)> = texts.iter().map(|t| (task, t.as_str())).collect();
-    let verdicts = verifier.verify_batch(&items);
-    samples.into_iter().zip(verdicts).map(|(sample, v)| Ok(Scored { sample, verdict: v? })).collect()
+    let verdicts = verifier.judge_batch(&items);
+    samples.into_iter().zip(verdicts).map(|(sample, verdict)| Scored { sample, verdict }).collect()
+}
+
+/// Verdicts in `scored` that record a verifier failure.
+fn verifier_errors(scored: &[Scored]) -> usize {
+    scored.iter().filter(|s| s.verdict.is_verifier_error()).count()
 }
 
 /// The hint that rescued a group, with the hinted group's scored samples.
@@ -302,8 +310,9 @@ fn intervene(
             metrics.extra_rollouts += samples.len();
             *metrics.levels_used.entry(hint.level.get().to_string()).or_default() += 1;
             let t0 = Instant::now();
-            let scored = verify_samples(verifier, task, prefix, samples)?;
+            let scored = verify_samples(verifier, task, prefix, samples);
             metrics.verify_seconds += t0.elapsed().as_secs_f64();
+            metrics.verifier_errors += verifier_errors(&scored);
             rec.hinted_rewards = scored.iter().map(|s| s.verdict.reward()).collect();
             rec.hints.push(hint.clone());
             if scored.iter().any(|s| s.verdict.reward() > 0.0) {
@@ -400,7 +409,8 @@ fn dapo(
             .map_err(Error::Rollout)?;
         metrics.rollout_seconds += t0.elapsed().as_secs_f64();
         metrics.extra_rollouts += samples.len();
-        let scored = verify_samples(verifier, &task, None, samples)?;
+        let scored = verify_samples(verifier, &task, None, samples);
+        metrics.verifier_errors += verifier_errors(&scored);
         let grp = Group { task, samples: scored };
         let r = grp.rewards();
         if r.windows(2).any(|w| w[0] != w[1]) {

@@ -98,14 +98,15 @@ pub fn score(tasks: Vec<Task>, samples: Vec<Vec<Sample>>, verifier: &dyn Verifie
         .zip(&samples)
         .flat_map(|(t, ss)| ss.iter().map(move |s| (t, s.completion.text.as_str())))
         .collect();
-    let mut verdicts = verifier.verify_batch(&items).into_iter();
+    // A completion the verifier fails on scores 0 and carries the error; the step goes on.
+    let mut verdicts = verifier.judge_batch(&items).into_iter();
     let mut groups = Vec::with_capacity(tasks.len());
     for (task, ss) in tasks.into_iter().zip(samples) {
         let mut scored = Vec::with_capacity(ss.len());
         for sample in ss {
             let verdict = verdicts.next().ok_or_else(|| {
                 crate::Error::Missing("the verifier returned fewer verdicts than completions".into())
-            })??;
+            })?;
             scored.push(Scored { sample, verdict });
         }
         groups.push(Group { task, samples: scored });

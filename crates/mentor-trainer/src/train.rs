@@ -88,6 +88,9 @@ pub struct StepRecord {
     pub rollout_seconds: f64,
     /// Mentor seconds.
     pub mentor_seconds: f64,
+    /// Completions the verifier failed on (scored 0, the step went on).
+    #[serde(default)]
+    pub verifier_errors: usize,
 }
 
 /// What `run.json` says about a run (read by the report).
@@ -439,6 +442,7 @@ fn record(
         seconds: secs,
         rollout_seconds: m.rollout_seconds,
         mentor_seconds: m.mentor_seconds,
+        verifier_errors: m.verifier_errors,
     }
 }
 

@@ -10,7 +10,7 @@ pub(crate) fn diagnose(attempts: &[Attempt]) -> Diagnosis {
         .enumerate()
         .filter_map(|(i, a)| match a.verdict.feedback() {
             Feedback::Code(c) => Some((i, c)),
-            Feedback::Math(_) => None,
+            Feedback::Math(_) | Feedback::VerifierError { .. } => None,
         })
         .collect();
     let n = attempts.len().max(1);

@@ -124,7 +124,7 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
         .iter()
         .filter_map(|a| match a.verdict.feedback() {
             Feedback::Math(m) => Some(m),
-            Feedback::Code(_) => None,
+            Feedback::Code(_) | Feedback::VerifierError { .. } => None,
         })
         .collect();
     let analysis = analyse(task, attempts);

@@ -94,7 +94,7 @@ impl Tutor for RulesTutor {
             Payload::Code(c) => {
                 let failing = attempts.iter().find_map(|a| match a.verdict.feedback() {
                     Feedback::Code(f) => Some(f),
-                    Feedback::Math(_) => None,
+                    Feedback::Math(_) | Feedback::VerifierError { .. } => None,
                 });
                 if let Some(f) = failing {
                     if let Some(t) = &f.failed_test {

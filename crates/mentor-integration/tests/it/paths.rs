@@ -226,3 +226,44 @@ fn dapo_drops_constant_groups_and_refills() {
     let ids: Vec<&str> = out.rows.iter().map(|r| r.task_id.as_str()).collect();
     assert_eq!(ids, vec!["b", "b", "b", "b", "c", "c", "c", "c"]);
 }
+
+/// A verifier whose machinery fails on everything it is asked (here: the hinted attempts).
+struct Broken;
+
+impl mentor_core::Verifier for Broken {
+    fn name(&self) -> &'static str {
+        "broken"
+    }
+    fn verify(
+        &self,
+        _: &mentor_core::Task,
+        _: &str,
+    ) -> Result<mentor_core::Verdict, mentor_core::VerifierError> {
+        Err(mentor_core::VerifierError::Internal { verifier: "broken", message: "sandbox crashed".into() })
+    }
+}
+
+#[test]
+fn a_verifier_error_scores_zero_and_the_step_goes_on() {
+    let mut policy = Scripted::new(&[("a", 1), ("b", 0)]);
+    let tasks = [task("a", "12"), task("b", "7")];
+    let mut gs = groups(&mut policy, &tasks, 4);
+    // One first-rollout completion the trainer's verifier failed on (Verifier::judge_batch).
+    let err = mentor_core::VerifierError::Internal { verifier: "x", message: "boom".into() };
+    gs[1].samples[0].verdict = mentor_core::Verdict::verifier_error(&err);
+    let mut plugin = mentor_arm(cfg(Assembly::Replace, Credit::Prefix));
+    let out = plugin.process(gs, &mut policy, &Broken, None).expect("a verifier error must not end the step");
+    let m = &out.metrics;
+    assert_eq!(m.intervened, 1);
+    assert_eq!(m.verifier_errors, 1 + m.extra_rollouts, "the first-rollout error and every hinted attempt");
+    assert_eq!(m.rescued, 0, "an attempt that could not be verified rescues nothing");
+    assert_eq!(out.interventions[0].hinted_rewards.iter().sum::<f64>(), 0.0);
+    assert_eq!(out.rows.len(), 8);
+    let v = mentor_core::Verdict::verifier_error(&err);
+    assert!(v.is_verifier_error() && !v.passed() && v.reward() == 0.0);
+    assert!(
+        matches!(v.feedback(), mentor_core::Feedback::VerifierError { message } if message.contains("boom"))
+    );
+    let judged = mentor_core::Verifier::judge_batch(&Broken, &[(&tasks[0], "x"), (&tasks[1], "y")]);
+    assert!(judged.iter().all(mentor_core::Verdict::is_verifier_error));
+}
