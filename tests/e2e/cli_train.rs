@@ -99,6 +99,17 @@ fn every_arm_trains_and_reports() {
             "vanilla" | "dapo" => assert_eq!(intervened, 0, "{arm}"),
             _ => assert!(intervened > 0, "{arm}"),
         }
+        // Every intervention is on record, with the hint text the learner was shown.
+        let interventions = lines(&dir.join("interventions.jsonl"));
+        assert_eq!(interventions.len() as u64, intervened, "{arm}");
+        for i in &interventions {
+            assert!(i["step"].as_u64().unwrap() < 4 && i["task_id"].is_string(), "{arm}: {i}");
+            assert_eq!(i["failed"].as_array().unwrap().len(), 3, "{arm}: the group's attempts: {i}");
+            let hints = i["hints"].as_array().unwrap();
+            assert!(!hints.is_empty(), "{arm}: {i}");
+            assert!(hints.iter().all(|h| h["text"].is_string() && h["level"].is_u64()), "{arm}: {i}");
+            assert!(i["rescued"].is_boolean() && i["hinted_rewards"].is_array(), "{arm}: {i}");
+        }
         assert!(dir.join("final/model.safetensors").is_file());
         assert!(dir.join("checkpoints/latest").is_file());
         dirs.push(dir);
@@ -145,6 +156,7 @@ fn resume_after_a_crash_reproduces_the_uninterrupted_run() {
         timeless(lines(&crashed.join("metrics.jsonl"))),
         timeless(lines(&straight.join("metrics.jsonl")))
     );
+    assert_eq!(lines(&crashed.join("interventions.jsonl")), lines(&straight.join("interventions.jsonl")));
     assert_eq!(lines(&crashed.join("eval.jsonl")), lines(&straight.join("eval.jsonl")));
     assert!(weights(&crashed) == weights(&straight), "final weights differ after resuming");
 }

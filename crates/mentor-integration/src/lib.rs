@@ -35,5 +35,5 @@ pub use error::{Error, Result};
 pub use hint_format::{hinted_prompt, BadHintFormat, HintFormat};
 pub use memory::{Entry as MemoryEntry, HintMemory};
 pub use monitor::{CollapseMonitor, CollapseReport, EventState, MonitorConfig, MonitorState};
-pub use plugin::{InterventionRecord, Plugin, PluginState, StepMetrics, StepOutput};
+pub use plugin::{FailedAttempt, InterventionRecord, Plugin, PluginState, StepMetrics, StepOutput};
 pub use rollout::{Group, Rollout, Sample, SampleRequest, Scored, TaskSource};

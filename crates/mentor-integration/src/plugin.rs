@@ -57,11 +57,61 @@ pub struct StepMetrics {
     pub verifier_errors: usize,
 }
 
+/// What the verifier said of one failed attempt of an intervened group, in short.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "domain", rename_all = "snake_case")]
+pub enum FailedAttempt {
+    /// A math answer.
+    Math {
+        /// Why it failed.
+        outcome: mentor_core::MathOutcome,
+        /// The final answer read from the completion.
+        extracted: Option<String>,
+    },
+    /// A program.
+    Code {
+        /// Why it failed.
+        outcome: mentor_core::CodeOutcome,
+        /// The first failing test's source.
+        failed_test: Option<String>,
+        /// Tests passed of `tests_total`.
+        tests_passed: usize,
+        /// Tests run.
+        tests_total: usize,
+    },
+    /// The verifier failed on it.
+    VerifierError {
+        /// What failed.
+        message: String,
+    },
+}
+
+impl FailedAttempt {
+    fn of(feedback: &mentor_core::Feedback) -> Self {
+        match feedback {
+            mentor_core::Feedback::Math(m) => {
+                FailedAttempt::Math { outcome: m.outcome, extracted: m.extracted.clone() }
+            }
+            mentor_core::Feedback::Code(c) => FailedAttempt::Code {
+                outcome: c.outcome,
+                failed_test: c.failed_test.as_ref().map(|t| t.source.clone()),
+                tests_passed: c.tests_passed,
+                tests_total: c.tests_total,
+            },
+            mentor_core::Feedback::VerifierError { message } => {
+                FailedAttempt::VerifierError { message: message.clone() }
+            }
+        }
+    }
+}
+
 /// One intervention, for logs and reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InterventionRecord {
     /// The task.
     pub task_id: String,
+    /// The failed attempts the mentor was shown, as the verifier judged them.
+    pub failed: Vec<FailedAttempt>,
     /// The diagnosis of the last mentor call.
     pub diagnosis: Option<Diagnosis>,
     /// Hints tried, in order.
@@ -269,6 +319,7 @@ fn intervene(
         .collect();
     let mut rec = InterventionRecord {
         task_id: task.id.clone(),
+        failed: grp.samples.iter().map(|s| FailedAttempt::of(s.verdict.feedback())).collect(),
         diagnosis: None,
         hints: Vec::new(),
         hinted_rewards: Vec::new(),

@@ -93,6 +93,21 @@ pub struct StepRecord {
     pub verifier_errors: usize,
 }
 
+/// The file of a run that holds every intervention: one [`InterventionLine`] per line.
+pub const INTERVENTIONS_FILE: &str = "interventions.jsonl";
+
+/// One line of `interventions.jsonl`: the step and the intervention as the plug-in recorded
+/// it (task, the failed attempts as judged, diagnosis, every hint tried with its level and
+/// text, the guard's rejections, the hinted attempts' rewards, rescued or not).
+#[derive(Debug, Serialize)]
+pub struct InterventionLine<'a> {
+    /// 0-based step.
+    pub step: usize,
+    /// The intervention.
+    #[serde(flatten)]
+    pub record: &'a mentor_integration::InterventionRecord,
+}
+
 /// What `run.json` says about a run (read by the report).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
@@ -547,6 +562,7 @@ pub fn train(
     std::fs::create_dir_all(&out).map_err(Error::io(&out))?;
     let metrics_path = out.join("metrics.jsonl");
     let eval_path = out.join("eval.jsonl");
+    let interventions_path = out.join(INTERVENTIONS_FILE);
     let resumed = if opts.resume || opts.fork {
         match checkpoint::latest(&out)? {
             Some(dir) => Some(checkpoint::load(&dir)?),
@@ -593,6 +609,7 @@ pub fn train(
             progress.note(&format!("resuming from {} at step {}", l.dir.display(), l.state.step));
             truncate_to_step(&metrics_path, l.state.step)?;
             truncate_to_step(&eval_path, l.state.step)?;
+            truncate_to_step(&interventions_path, l.state.step)?;
             (l.policy, l.state.step, Some(l.optimizer), Some(l.state.plugin))
         }
         None => {
@@ -637,6 +654,7 @@ pub fn train(
     let sets = eval_sets(cfg, &tasks);
     let mut metrics = JsonlWriter::append(&metrics_path)?;
     let mut evals = JsonlWriter::append(&eval_path)?;
+    let mut intervention_log = JsonlWriter::append(&interventions_path)?;
     let eval_due = |step: usize| cfg.eval.every > 0 && step.is_multiple_of(cfg.eval.every);
     let mut interrupted = false;
     let mut step = start;
@@ -675,6 +693,9 @@ pub fn train(
             grpo_step(&policy, reference.as_ref(), &mut updater, &out_step.rows, cfg.sampling.temperature)?;
         let rec = record(step, level, &out_step.metrics, g.as_ref(), t0.elapsed().as_secs_f64());
         metrics.write(&rec)?;
+        for i in &out_step.interventions {
+            intervention_log.write(&InterventionLine { step, record: i })?;
+        }
         progress.step(&rec, total);
         step += 1;
         let stop = opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst));
