@@ -62,8 +62,8 @@ impl Ctx<'_> {
     }
 }
 
-/// Work units of having computed `v` (see [`Ctx::budget`]): 1 for a value of 64 limbs (4096
-/// bits), 16 for 16384 bits; nothing for small or floating-point values.
+/// Work units of having computed `v` (see [`Ctx::budget`]): limbs squared over 64, so 64 for
+/// a value of 4096 bits, 1024 for 16384 bits; nothing under 512 bits or for floating point.
 fn size_cost(v: &Val) -> usize {
     match v {
         Val::Exact(a, b) => {

@@ -155,13 +155,36 @@ fn prose_like(line: &str) -> bool {
     false
 }
 
+/// How many `####` markers with something after them are examined, from the last one back.
+const MAX_HASH_MARKERS: usize = 64;
+/// How much of the line after a `####` marker is read (an answer is at most a few KiB).
+const MAX_HASH_LINE: usize = 64 << 10;
+
 /// The last GSM8K `#### x` line; markdown headings (`#### Step 2: add`) are not answers.
+///
+/// Linear: each marker reads at most [`MAX_HASH_LINE`] bytes, a run of `#` with nothing after
+/// it is skipped in one step, and at most [`MAX_HASH_MARKERS`] others are examined (each used
+/// to read the rest of its line: a megabyte of `####` took minutes).
 fn hashes(s: &str) -> Option<Extracted> {
     let mut end = s.len();
+    let mut examined = 0;
     while let Some(at) = s[..end].rfind("####") {
+        let mut stop = (at + 4 + MAX_HASH_LINE).min(s.len());
+        while !s.is_char_boundary(stop) {
+            stop -= 1;
+        }
+        let rest = s[at + 4..stop].lines().next().unwrap_or("").trim().trim_start_matches('#').trim();
+        if rest.is_empty() {
+            // Only `#` up to the end of the line: so is every marker in this run of `#`.
+            end = s[..at].trim_end_matches('#').len();
+            continue;
+        }
         end = at;
-        let rest = s[at + 4..].lines().next().unwrap_or("").trim().trim_start_matches('#').trim();
-        if rest.is_empty() || rest.starts_with(|c: char| c.is_alphabetic()) || prose_like(rest) {
+        if rest.starts_with(|c: char| c.is_alphabetic()) || prose_like(rest) {
+            examined += 1;
+            if examined == MAX_HASH_MARKERS {
+                return None;
+            }
             continue;
         }
         return Some(Extracted { text: rest.to_string(), source: AnswerSource::Hashes, count: 1 });

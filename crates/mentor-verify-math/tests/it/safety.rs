@@ -46,7 +46,24 @@ fn megabyte_inputs_are_handled() {
     let mb = 1 << 20;
     let prose = "The cat sat on the mat and thought about numbers. ".repeat(mb / 50) + "The answer is 42.";
     assert_eq!(outcome("42", &prose), MathOutcome::Correct);
-    for unit in ["\\(", "\\[", "$", "{", "}", "\\", "\\boxed{", "1,", "\\frac{", "((", "$1 $"] {
+    for unit in [
+        "\\(",
+        "\\[",
+        "$",
+        "{",
+        "}",
+        "\\",
+        "\\boxed{",
+        "1,",
+        "\\frac{",
+        "((",
+        "$1 $",
+        "####",
+        "#### a",
+        "#### 1 abcd",
+        "#",
+        "$$\\$",
+    ] {
         let s = unit.repeat(mb / unit.len());
         let _ = check("1", &s, &cfg);
         let _ = extract(&s, &cfg);
