@@ -4,7 +4,7 @@
 //! A directory (and a Hub snapshot) holds `config.json`, `tokenizer.json`, optionally
 //! `tokenizer_config.json` (chat template, special tokens) and `generation_config.json`, and
 //! the weights as `model.safetensors` or sharded with `model.safetensors.index.json`. This is
-//! also the layout [`crate::checkpoint`] writes. The Hub is reached only when
+//! also the layout `Policy::save` writes. The Hub is reached only when
 //! [`HubOptions::offline`] is false and a file is not cached.
 
 use std::collections::{BTreeSet, HashMap};
