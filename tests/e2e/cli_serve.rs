@@ -13,16 +13,14 @@
 //!
 //! The load test prints its latencies (run with `--nocapture` to see them).
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mentor_core::assets::AssetDir;
 use serde_json::{json, Value};
-
-use crate::mentor;
 
 fn gguf() -> std::path::PathBuf {
     let gguf = AssetDir::resolve(|k| std::env::var(k).ok()).expect("HOME or MENTOR_HOME").smollm2_gguf();
@@ -39,31 +37,7 @@ struct Server {
 
 impl Server {
     fn start(flags: &[&str]) -> Self {
-        let mut child = mentor()
-            .args(["--threads", "2", "serve", "--host", "127.0.0.1", "--port", "0", "--model"])
-            .arg(gguf())
-            .args(flags)
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut seen = String::new();
-        let addr = loop {
-            match lines.next() {
-                Some(Ok(line)) => {
-                    if let Some(a) = line.strip_prefix("listening on http://") {
-                        break a.to_string();
-                    }
-                    seen.push_str(&line);
-                    seen.push('\n');
-                }
-                _ => {
-                    let _ = child.kill();
-                    panic!("mentor serve exited before listening: {seen}");
-                }
-            }
-        };
+        let (child, addr, lines) = crate::spawn_serve(&gguf(), flags);
         let log = Arc::new(Mutex::new(Vec::new()));
         let keep = Arc::clone(&log);
         // Keep draining stderr so the server never blocks on a full pipe.

@@ -30,3 +30,39 @@ pub fn mentor() -> std::process::Command {
     assert!(bin.is_file(), "{} is missing: run `cargo build --bins` (cargo xtask test does)", bin.display());
     std::process::Command::new(bin)
 }
+
+/// Starts `mentor --threads 2 serve --port 0 --model <model> <flags>` and waits for its
+/// `listening on http://ADDR` line. Returns the child, the address and the rest of its stderr
+/// (which the caller must keep draining, so the server never blocks on a full pipe).
+pub fn spawn_serve(
+    model: &std::path::Path,
+    flags: &[&str],
+) -> (std::process::Child, String, std::io::Lines<std::io::BufReader<std::process::ChildStderr>>) {
+    use std::io::BufRead;
+    let mut child = mentor()
+        .args(["--threads", "2", "serve", "--host", "127.0.0.1", "--port", "0", "--model"])
+        .arg(model)
+        .args(flags)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start mentor serve");
+    let mut lines = std::io::BufReader::new(child.stderr.take().expect("piped stderr")).lines();
+    let mut seen = String::new();
+    loop {
+        match lines.next() {
+            Some(Ok(line)) => {
+                if let Some(a) = line.strip_prefix("listening on http://") {
+                    return (child, a.to_string(), lines);
+                }
+                seen.push_str(&line);
+                seen.push('\n');
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("mentor serve exited before listening: {seen}");
+            }
+        }
+    }
+}

@@ -5,8 +5,7 @@
 //! never in an error. Budgets are tiny (≤ 32 new tokens, greedy) so this stays fast and
 //! deterministic.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -124,30 +123,7 @@ struct Server {
 
 impl Server {
     fn start() -> Self {
-        let mut child = mentor()
-            .args(["--threads", "2", "serve", "--port", "0", "--model"])
-            .arg(gguf())
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut seen = String::new();
-        let addr = loop {
-            match lines.next() {
-                Some(Ok(line)) => {
-                    if let Some(a) = line.strip_prefix("listening on http://") {
-                        break a.to_string();
-                    }
-                    seen.push_str(&line);
-                    seen.push('\n');
-                }
-                _ => {
-                    let _ = child.kill();
-                    panic!("mentor serve exited before listening: {seen}");
-                }
-            }
-        };
+        let (child, addr, lines) = crate::spawn_serve(&gguf(), &[]);
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || lines.for_each(drop));
         Self { child, addr }
