@@ -100,7 +100,7 @@ fn no_reference_in(task: &Task, hint: &Hint) {
 #[test]
 fn wrong_operator_names_the_failing_test_with_expected_and_actual() {
     // MBPP 14: volume = l * b * h / 2; `* 2` gives 960 instead of 240 on the first test.
-    let task = mbpp("mbpp/14");
+    let task = mbpp("mbpp/test/14");
     let attempt = mutated(&task, "/ 2", "* 2");
     let f = feedback(&attempt).failed_test.clone().unwrap();
     assert_eq!((f.index, f.expected.as_deref(), f.actual.as_deref()), (0, Some("240"), Some("960")));
@@ -164,7 +164,7 @@ fn exception_names_its_type_and_line() {
 #[test]
 fn mbpp_exception_in_the_function_body() {
     // MBPP 14 dividing by (b - 8): ZeroDivisionError on the first test (b = 8).
-    let task = mbpp("mbpp/14");
+    let task = mbpp("mbpp/test/14");
     let attempt = mutated(&task, "/ 2", "/ (b - 8)");
     let e = feedback(&attempt).exception.clone().unwrap();
     assert_eq!(e.kind, "ZeroDivisionError");
@@ -199,7 +199,7 @@ fn endless_loop_is_a_timeout() {
 #[test]
 fn the_group_majority_decides() {
     // Two wrong-operator attempts and one syntax error on MBPP 14: the wrong output wins.
-    let task = mbpp("mbpp/14");
+    let task = mbpp("mbpp/test/14");
     let attempts =
         [mutated(&task, "/ 2", "* 2"), mutated(&task, "/ 2", "/ 3"), mutated(&task, "/ 2)", "/ 2")];
     // The two-line reference has no partial solution to show: level 3 becomes level 2.
@@ -247,7 +247,7 @@ fn guard_refuses_the_reference_code_of_real_tasks() {
     for (task, from, to) in [
         (humaneval("HumanEval/0"), "distance < threshold", "distance > threshold"),
         (humaneval("HumanEval/12"), "    if not strings:\n        return None\n", ""),
-        (mbpp("mbpp/14"), "/ 2", "* 2"),
+        (mbpp("mbpp/test/14"), "/ 2", "* 2"),
     ] {
         let attempt = mutated(&task, from, to);
         let m = AgentMentor::new(
