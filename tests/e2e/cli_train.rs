@@ -13,6 +13,7 @@ fn tiny_sets(dir: &Path) -> Vec<String> {
     vec![
         format!("run.output_dir={}", dir.display()),
         "run.checkpoint_every=2".into(),
+        "run.log_completions_every=2".into(),
         "run.progress=false".into(),
         "pretrain.steps=8".into(),
         "pretrain.batch=16".into(),
@@ -99,6 +100,19 @@ fn every_arm_trains_and_reports() {
             "vanilla" | "dapo" => assert_eq!(intervened, 0, "{arm}"),
             _ => assert!(intervened > 0, "{arm}"),
         }
+        // The first rollout's completions of steps 0 and 2 (log_completions_every = 2): 2 groups of 3.
+        let samples = lines(&dir.join("samples.jsonl"));
+        assert_eq!(
+            samples.iter().map(|s| s["step"].as_u64().unwrap()).collect::<Vec<_>>(),
+            [0; 6].into_iter().chain([2; 6]).collect::<Vec<_>>(),
+            "{arm}"
+        );
+        assert!(
+            samples
+                .iter()
+                .all(|s| s["prompt"].is_string() && s["completion"].is_string() && s["reward"].is_f64()),
+            "{arm}"
+        );
         // Every intervention is on record, with the hint text the learner was shown.
         let interventions = lines(&dir.join("interventions.jsonl"));
         assert_eq!(interventions.len() as u64, intervened, "{arm}");

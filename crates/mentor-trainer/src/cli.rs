@@ -50,8 +50,8 @@ pub struct TrainArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// Continue from the newest checkpoint in the run's output directory. The configuration
-    /// must be the run's own: only `run.steps`, `run.checkpoint_every`, `run.progress` and
-    /// the spelling of `run.output_dir` may change.
+    /// must be the run's own: only `run.steps`, `run.checkpoint_every`, `run.progress`,
+    /// `run.log_completions_every` and the spelling of `run.output_dir` may change.
     #[arg(long, conflicts_with = "fork")]
     pub resume: bool,
     /// Continue from the newest checkpoint in the run's output directory under a *new*

@@ -59,6 +59,9 @@ pub struct RunSection {
     pub checkpoint_every: usize,
     /// Show progress bars.
     pub progress: bool,
+    /// Write every first-rollout completion (prompt, completion, reward) of every this many
+    /// steps to `samples.jsonl` (0: never), like TRL's `log_completions`.
+    pub log_completions_every: usize,
 }
 
 impl Default for RunSection {
@@ -70,6 +73,7 @@ impl Default for RunSection {
             steps: 0,
             checkpoint_every: 10,
             progress: true,
+            log_completions_every: 10,
         }
     }
 }
@@ -718,7 +722,8 @@ impl TrainConfig {
 
 /// Keys that may differ between a run and its `--resume`: how long it runs, how often it
 /// checkpoints, whether it shows progress, and where its directory is spelled from.
-pub const RESUMABLE_KEYS: &[&str] = &["run.steps", "run.checkpoint_every", "run.progress", "run.output_dir"];
+pub const RESUMABLE_KEYS: &[&str] =
+    &["run.steps", "run.checkpoint_every", "run.progress", "run.output_dir", "run.log_completions_every"];
 
 /// `(dotted key, leaf value)` of every leaf of `v` (arrays are leaves).
 fn flatten(prefix: &str, v: &toml::Value, out: &mut Vec<(String, toml::Value)>) {

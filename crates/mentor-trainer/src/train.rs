@@ -108,6 +108,25 @@ pub struct InterventionLine<'a> {
     pub record: &'a mentor_integration::InterventionRecord,
 }
 
+/// The file of a run that holds the first-rollout samples of every
+/// `run.log_completions_every`-th step: one [`SampleLine`] per completion.
+pub const SAMPLES_FILE: &str = "samples.jsonl";
+
+/// One line of `samples.jsonl` (TRL's `log_completions`).
+#[derive(Debug, Serialize)]
+pub struct SampleLine<'a> {
+    /// 0-based step.
+    pub step: usize,
+    /// The task.
+    pub task_id: &'a str,
+    /// The problem as the learner was asked it (the last user message).
+    pub prompt: &'a str,
+    /// The completion.
+    pub completion: &'a str,
+    /// Its reward.
+    pub reward: f64,
+}
+
 /// What `run.json` says about a run (read by the report).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
@@ -563,6 +582,7 @@ pub fn train(
     let metrics_path = out.join("metrics.jsonl");
     let eval_path = out.join("eval.jsonl");
     let interventions_path = out.join(INTERVENTIONS_FILE);
+    let samples_path = out.join(SAMPLES_FILE);
     let resumed = if opts.resume || opts.fork {
         match checkpoint::latest(&out)? {
             Some(dir) => Some(checkpoint::load(&dir)?),
@@ -610,6 +630,7 @@ pub fn train(
             truncate_to_step(&metrics_path, l.state.step)?;
             truncate_to_step(&eval_path, l.state.step)?;
             truncate_to_step(&interventions_path, l.state.step)?;
+            truncate_to_step(&samples_path, l.state.step)?;
             (l.policy, l.state.step, Some(l.optimizer), Some(l.state.plugin))
         }
         None => {
@@ -655,6 +676,7 @@ pub fn train(
     let mut metrics = JsonlWriter::append(&metrics_path)?;
     let mut evals = JsonlWriter::append(&eval_path)?;
     let mut intervention_log = JsonlWriter::append(&interventions_path)?;
+    let mut sample_log = JsonlWriter::append(&samples_path)?;
     let eval_due = |step: usize| cfg.eval.every > 0 && step.is_multiple_of(cfg.eval.every);
     let mut interrupted = false;
     let mut step = start;
@@ -688,6 +710,19 @@ pub fn train(
             drawn: 0,
             rng: StdRng::seed_from_u64(mix(&[cfg.run.seed, 0x4ef1, step as u64])),
         };
+        if cfg.run.log_completions_every > 0 && step.is_multiple_of(cfg.run.log_completions_every) {
+            for grp in &groups {
+                for s in &grp.samples {
+                    sample_log.write(&SampleLine {
+                        step,
+                        task_id: &grp.task.id,
+                        prompt: grp.task.question(),
+                        completion: &s.sample.completion.text,
+                        reward: s.verdict.reward(),
+                    })?;
+                }
+            }
+        }
         let out_step = plugin.process(groups, &mut rollout, &verifier, Some(&mut refill))?;
         let g =
             grpo_step(&policy, reference.as_ref(), &mut updater, &out_step.rows, cfg.sampling.temperature)?;
