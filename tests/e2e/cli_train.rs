@@ -336,6 +336,40 @@ fn resume_refuses_another_configuration_and_a_missing_run() {
     assert!(!out.status.success() && err.contains("dmeo") && err.contains("gsm8k-smollm2"), "{err}");
 }
 
+/// Library warnings reach stderr: the LLM mentor's fallbacks to rules (its endpoint refuses
+/// connections here) are logged at `warn`, the default, and hidden by `--log-level error`.
+#[test]
+fn library_warnings_are_shown_and_filtered_by_log_level() {
+    let root = tempfile::tempdir().unwrap();
+    let run = |dir: &Path, extra: &[&str]| {
+        let mut sets = tiny_sets(dir);
+        sets.extend([
+            "strategy.arm=mentor".into(),
+            "mentor.backend=llm".into(),
+            "mentor.base_url=http://127.0.0.1:9/v1".into(),
+            "mentor.timeout_secs=2".into(),
+            "curriculum.schedule=[{level = 2, steps = 1}, {level = 3, steps = 1}]".into(),
+        ]);
+        let mut cmd = mentor();
+        cmd.args(extra).args(["--threads", "1", "train", "--config", "demo"]);
+        for s in &sets {
+            cmd.arg("--set").arg(s);
+        }
+        let out = cmd.output().unwrap();
+        ok(&out)
+    };
+    let err = run(&root.path().join("a"), &[]);
+    assert!(err.contains("WARN") && err.contains("falling back to rules"), "{err}");
+    let err = run(&root.path().join("b"), &["--log-level", "error"]);
+    assert!(!err.contains("falling back to rules"), "{err}");
+    let out = mentor()
+        .args(["--log-level", "warn[", "tasks", "--dataset", "gsm8k", "--file", "x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--log-level"), "{err}");
+}
+
 #[test]
 fn config_errors_name_the_field_and_the_allowed_values() {
     let out = train(&["strategy.arm=mentr".into()], &[]);

@@ -15,6 +15,11 @@ pub(crate) struct Cli {
     /// 2-core machine).
     #[arg(long, global = true)]
     pub threads: Option<usize>,
+    /// Library log messages shown on stderr (e.g. the LLM mentor's fallbacks to rules):
+    /// `error`, `warn`, `info`, `debug`, `trace`, or a `RUST_LOG`-style filter. `RUST_LOG`,
+    /// when set, is used instead of the default.
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub log_level: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -34,6 +34,10 @@ use clap::Parser;
 /// Entry point of the `mentor` binary: parses arguments, runs the subcommand, reports errors.
 pub fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    if let Err(e) = init_logging(cli.log_level.as_deref()) {
+        eprintln!("error: --log-level: {e}");
+        return ExitCode::FAILURE;
+    }
     // candle sizes its element-wise pool (whose helper threads spin before they sleep) and
     // gemm's split from these variables, not from rayon's pool: without them a `--threads 1`
     // process still keeps a busy helper per core. The demo parallelises by processes and by
@@ -81,4 +85,20 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Library `tracing` events on stderr: `--log-level`, else `RUST_LOG`, else `warn` (so the
+/// LLM mentor's fallbacks and retries are seen).
+fn init_logging(level: Option<&str>) -> std::result::Result<(), String> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match level {
+        Some(l) => EnvFilter::try_new(l).map_err(|e| format!("`{l}`: {e}"))?,
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init()
+        .map_err(|e| e.to_string())
 }
