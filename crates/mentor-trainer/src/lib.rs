@@ -98,6 +98,7 @@ fn init_logging(level: Option<&str>) -> std::result::Result<(), String> {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init()
         .map_err(|e| e.to_string())
