@@ -516,11 +516,9 @@ impl TrainConfig {
                 });
             }
             given.push(key);
-            match alias_of(key) {
-                Some(canonical) => {
-                    apply_set(&mut doc, &format!("{canonical}={}", &set[set.find('=').unwrap_or(0) + 1..]))?
-                }
-                None => apply_set(&mut doc, set)?,
+            match (alias_of(key), set.split_once('=')) {
+                (Some(canonical), Some((_, value))) => apply_set(&mut doc, &format!("{canonical}={value}"))?,
+                _ => apply_set(&mut doc, set)?,
             }
         }
         let mut cfg: TrainConfig = TrainConfig::deserialize(toml::Value::Table(doc)).map_err(|e| {
