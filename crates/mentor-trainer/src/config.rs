@@ -115,6 +115,10 @@ pub enum DataKind {
     Mbpp,
     /// HumanEval (code sandbox).
     Humaneval,
+    /// AIME 2024 (math verifier; evaluation only).
+    Aime2024,
+    /// AMC 2023 (math verifier; evaluation only).
+    Amc2023,
 }
 
 impl DataKind {
@@ -126,6 +130,8 @@ impl DataKind {
             DataKind::Math500 => Some(Dataset::Math500),
             DataKind::Mbpp => Some(Dataset::Mbpp),
             DataKind::Humaneval => Some(Dataset::HumanEval),
+            DataKind::Aime2024 => Some(Dataset::Aime2024),
+            DataKind::Amc2023 => Some(Dataset::Amc2023),
         }
     }
 }

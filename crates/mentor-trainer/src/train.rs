@@ -883,6 +883,14 @@ mod tests {
             TaskSpec::Split { dataset: Dataset::Mbpp, split: "validation".into() }
         );
         assert_eq!(TaskSpec::parse("runs/x:y.jsonl").unwrap(), TaskSpec::File("runs/x:y.jsonl".into()));
+        // AIME 2024 and AMC 2023 are evaluated like MATH-500.
+        for (kind, n) in [("aime2024", 30), ("amc2023", 40)] {
+            let kind_set = format!("data.kind={kind}");
+            let cfg = config("math500-eval", &[&kind_set, "data.eval_tasks=100"]).unwrap();
+            let (train, eval) = ids(&load_tasks(&cfg).unwrap());
+            assert!(train.is_empty());
+            assert_eq!(eval.len(), n, "{kind}");
+        }
         // MATH-500 is evaluation-only: no training split by default.
         let cfg = config("math500-eval", &[]).unwrap();
         assert_eq!(cfg.data.train_spec().unwrap(), None);
