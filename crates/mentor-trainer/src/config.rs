@@ -706,12 +706,18 @@ impl TrainConfig {
     /// started with), leaving out [`RESUMABLE_KEYS`]: what `--resume` must refuse, since a run
     /// continued under another arm, seed, model or schedule would be labelled as one run.
     pub fn resume_conflicts(&self, saved: &TrainConfig) -> Vec<String> {
-        let mut now = Vec::new();
-        let mut then = Vec::new();
-        flatten("", &toml::Value::try_from(self).unwrap_or(toml::Value::Boolean(false)), &mut now);
-        flatten("", &toml::Value::try_from(saved).unwrap_or(toml::Value::Boolean(true)), &mut then);
-        let now: std::collections::BTreeMap<String, toml::Value> = now.into_iter().collect();
-        let then: std::collections::BTreeMap<String, toml::Value> = then.into_iter().collect();
+        let leaves = |cfg: &TrainConfig| {
+            let mut out = Vec::new();
+            match toml::Value::try_from(cfg) {
+                Ok(v) => flatten("", &v, &mut out),
+                // Not expected (the run wrote its config.toml the same way); refuse plainly.
+                Err(e) => {
+                    out.push(("(the whole configuration)".to_string(), toml::Value::String(e.to_string())))
+                }
+            }
+            out.into_iter().collect::<std::collections::BTreeMap<String, toml::Value>>()
+        };
+        let (now, then) = (leaves(self), leaves(saved));
         let mut keys: Vec<String> = now
             .keys()
             .chain(then.keys())

@@ -138,18 +138,14 @@ impl Dataset {
         match (self, split) {
             (Dataset::Gsm8k, "train") => load_gsm8k(&data_dir.join("gsm8k/train.jsonl")),
             (Dataset::Mbpp, _) => {
-                let file = data_dir.join(self.default_file());
-                let mut tasks = match split {
-                    "train" => {
-                        let mut t = load_mbpp(&file, MbppSplit::Train)?;
-                        t.extend(load_mbpp(&file, MbppSplit::Prompt)?);
-                        t
-                    }
-                    "validation" => load_mbpp(&file, MbppSplit::Validation)?,
-                    _ => load_mbpp(&file, MbppSplit::Test)?,
-                };
-                tasks.sort_by_key(|t| t.id.rsplit('/').next().and_then(|n| n.parse::<u32>().ok()));
-                Ok(tasks)
+                // One read of the file; a task's split is the middle part of its id
+                // (`mbpp/test/11`), and the file's order (by task id) is kept.
+                let wanted: &[&str] = if split == "train" { &["train", "prompt"] } else { &[split] };
+                let all = load_mbpp(&data_dir.join(self.default_file()), MbppSplit::All)?;
+                Ok(all
+                    .into_iter()
+                    .filter(|t| t.id.split('/').nth(1).is_some_and(|s| wanted.contains(&s)))
+                    .collect())
             }
             _ => self.load_from_dir(data_dir),
         }
