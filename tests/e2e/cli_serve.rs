@@ -53,6 +53,19 @@ impl Server {
         self.log.lock().unwrap().iter().filter(|l| l.contains(needle)).cloned().collect()
     }
 
+    /// The log lines containing `needle`, once there are at least `n` (at most `limit`): the
+    /// server may write its line after the reply, and stderr is drained by another thread.
+    fn wait_log(&self, needle: &str, n: usize, limit: Duration) -> Vec<String> {
+        let t0 = Instant::now();
+        loop {
+            let lines = self.log_lines(needle);
+            if lines.len() >= n || t0.elapsed() > limit {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn health(&self) -> Value {
         let (status, h) = get(&self.url("/health"));
         assert_eq!(status, 200, "{h}");
@@ -222,7 +235,7 @@ fn serve_a_slow_client_holds_up_nobody() {
     assert!(stalled_at.elapsed() >= Duration::from_secs(READ_TIMEOUT_S));
     let h = server.health();
     assert_eq!((h["timed_out"].as_u64(), h["generating"].as_u64()), (Some(2), Some(0)), "{h}");
-    assert_eq!(server.log_lines(": 408").len(), 2, "{:?}", server.log_lines(""));
+    assert_eq!(server.wait_log(": 408", 2, Duration::from_secs(20)).len(), 2, "{:?}", server.log_lines(""));
 }
 
 /// The decode steps a cancelled generation took, from its stderr line.
@@ -264,7 +277,7 @@ fn serve_cancels_clients_that_leave_and_refuses_past_the_queue() {
     assert_eq!(status, 200, "{reply}");
     let next = t0.elapsed();
 
-    let lines = server.log_lines("cancelled");
+    let lines = server.wait_log("cancelled", 2, Duration::from_secs(20));
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(lines[0].contains("while queued"), "{lines:?}");
     assert!(lines[1].contains("generating after"), "{lines:?}");
@@ -291,7 +304,7 @@ fn serve_answers_504_past_the_request_timeout() {
     assert!(t0.elapsed() >= Duration::from_secs(2));
     let h = server.health();
     assert_eq!((h["timed_out"].as_u64(), h["generating"].as_u64()), (Some(1), Some(0)), "{h}");
-    let lines = server.log_lines(": 504");
+    let lines = server.wait_log(": 504", 1, Duration::from_secs(20));
     assert_eq!(lines.len(), 1, "{:?}", server.log_lines(""));
     assert!(steps_of(&lines[0]) < 2000, "{lines:?}");
 }
