@@ -10,9 +10,12 @@ use crate::error::{Error, Result};
 /// Reward and completion statistics of one generation batch (no training involved).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RolloutStats {
-    /// Completions in the batch.
+    /// Completions in the batch (serialised as `batch_completions`).
+    #[serde(rename = "batch_completions")]
     pub completions: usize,
-    /// Groups (prompts) in the batch.
+    /// Groups (prompts) in the batch (serialised as `batch_groups`: a trainer's own record of
+    /// a step has its own `groups`).
+    #[serde(rename = "batch_groups")]
     pub groups: usize,
     /// Mean reward over completions.
     pub reward_mean: f64,

@@ -100,8 +100,8 @@ pub struct DemoArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Arms to run.
-    #[arg(long, value_delimiter = ',', default_value = "vanilla,static_hints,mentor")]
-    pub arms: Vec<String>,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "vanilla,static_hints,mentor")]
+    pub arms: Vec<crate::config::Arm>,
     /// Seeds to run.
     #[arg(long, value_delimiter = ',', default_value = "0,1")]
     pub seeds: Vec<u64>,

@@ -84,7 +84,7 @@ impl Default for RunSection {
 pub struct ModelSection {
     /// `tiny` (a from-scratch character-level Llama), a local model directory, a `.gguf`
     /// file, a Hub repo id, or `smollm2` (the SmolLM2 GGUF that `cargo xtask setup` installs).
-    pub source: String,
+    pub source: ModelChoice,
     /// Tiny model: decoder layers.
     pub layers: usize,
     /// Tiny model: hidden size.
@@ -97,7 +97,45 @@ pub struct ModelSection {
 
 impl Default for ModelSection {
     fn default() -> Self {
-        Self { source: "tiny".into(), layers: 3, hidden: 64, heads: 4, intermediate: 170 }
+        Self { source: ModelChoice::Tiny, layers: 3, hidden: 64, heads: 4, intermediate: 170 }
+    }
+}
+
+/// `model.source`: which model a run trains (spelled as a string in TOML).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum ModelChoice {
+    /// `tiny`: a from-scratch character-level Llama in the curriculum's alphabet.
+    Tiny,
+    /// `smollm2`: the SmolLM2 GGUF that `cargo xtask setup` installs.
+    Smollm2,
+    /// A local model directory, a `.gguf` file or a Hub repo id.
+    Source(String),
+}
+
+impl From<String> for ModelChoice {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "tiny" => ModelChoice::Tiny,
+            "smollm2" => ModelChoice::Smollm2,
+            _ => ModelChoice::Source(s),
+        }
+    }
+}
+
+impl From<ModelChoice> for String {
+    fn from(m: ModelChoice) -> Self {
+        m.to_string()
+    }
+}
+
+impl std::fmt::Display for ModelChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelChoice::Tiny => f.write_str("tiny"),
+            ModelChoice::Smollm2 => f.write_str("smollm2"),
+            ModelChoice::Source(s) => f.write_str(s),
+        }
     }
 }
 
@@ -160,6 +198,20 @@ pub struct DataSection {
     pub allow_overlap: bool,
     /// System prompt put before each task (real models).
     pub system_prompt: Option<String>,
+    /// Code tasks: `binary` (1 only when every test passes) or `fraction_passed` (the share
+    /// of tests passed; tampering, syntax errors and limits still give 0).
+    pub code_reward: CodeReward,
+}
+
+/// `data.code_reward`: how a code verdict becomes a reward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodeReward {
+    /// 1 when every test passed, else 0: a suite cannot be farmed by passing its easy half.
+    #[default]
+    Binary,
+    /// The fraction of tests passed.
+    FractionPassed,
 }
 
 impl Default for DataSection {
@@ -173,6 +225,7 @@ impl Default for DataSection {
             eval_tasks: 0,
             allow_overlap: false,
             system_prompt: None,
+            code_reward: CodeReward::Binary,
         }
     }
 }
@@ -320,44 +373,74 @@ pub struct SamplingSection {
     pub prompts_per_step: usize,
     /// Completions per prompt (G).
     pub group_size: usize,
-    /// Sampling temperature (top-p/top-k are off so sampling log-probs are exact).
+    /// Sampling temperature.
     pub temperature: f64,
+    /// Nucleus sampling: keep the most likely tokens whose probability mass reaches `top_p`
+    /// (1: off). The behaviour log-probs are those of the truncated distribution sampled from.
+    pub top_p: f64,
+    /// Keep only the `top_k` most likely tokens (0: off).
+    pub top_k: usize,
     /// Most new tokens per completion.
     pub max_new_tokens: usize,
 }
 
 impl Default for SamplingSection {
     fn default() -> Self {
-        Self { prompts_per_step: 8, group_size: 8, temperature: 1.0, max_new_tokens: 48 }
+        Self {
+            prompts_per_step: 8,
+            group_size: 8,
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 0,
+            max_new_tokens: 48,
+        }
     }
 }
 
-/// The arms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The arms: the one spelling of their names in configs (`strategy.arm`), on the command
+/// line (`--arms`), in run directories and in reports, which list them in this order.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum Arm {
     /// Plain GRPO.
     Vanilla,
-    /// DAPO dynamic sampling.
-    Dapo,
     /// Generic hints chosen at random, no diagnosis.
     StaticHints,
-    /// The learner revises a failed answer shown with the verifier's feedback.
-    Refinement,
     /// MENTOR: diagnose, hint, guard.
     Mentor,
+    /// DAPO dynamic sampling.
+    Dapo,
+    /// The learner revises a failed answer shown with the verifier's feedback.
+    Refinement,
 }
 
 impl Arm {
-    /// The name used in configs and reports.
+    /// Every arm, in report order.
+    pub const ALL: [Arm; 5] = [Arm::Vanilla, Arm::StaticHints, Arm::Mentor, Arm::Dapo, Arm::Refinement];
+
+    /// The name used in configs, on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
             Arm::Vanilla => "vanilla",
-            Arm::Dapo => "dapo",
             Arm::StaticHints => "static_hints",
-            Arm::Refinement => "refinement",
             Arm::Mentor => "mentor",
+            Arm::Dapo => "dapo",
+            Arm::Refinement => "refinement",
         }
+    }
+
+    /// The arm called `name`, if it is one.
+    pub fn parse(name: &str) -> Option<Arm> {
+        Arm::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+impl std::fmt::Display for Arm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -369,6 +452,8 @@ pub struct StrategySection {
     pub arm: Arm,
     /// DAPO: most refill groups per step.
     pub dapo_max_refill: usize,
+    /// Refinement: the most characters of the failed answer quoted back to the learner.
+    pub refinement_quote_chars: usize,
     /// Collapse monitor.
     pub monitor: MonitorConfig,
     /// Intervening arms (static_hints, refinement, mentor).
@@ -380,6 +465,7 @@ impl Default for StrategySection {
         Self {
             arm: Arm::Vanilla,
             dapo_max_refill: 8,
+            refinement_quote_chars: 200,
             monitor: MonitorConfig::default(),
             intervention: InterventionConfig::default(),
         }
@@ -409,29 +495,110 @@ pub struct MentorSection {
     /// Hint templates: `default` (the embedded ones), `curriculum` (short texts in the tiny
     /// model's alphabet), or a directory holding `hints.toml` / `static_hints.toml` /
     /// `llm.toml`.
-    pub prompts: String,
+    pub prompts: PromptSet,
     /// `llm`: base URL including the version path.
     pub base_url: String,
-    /// `llm`: model name sent to the endpoint; `local`: `self` or a model source.
-    pub model: String,
+    /// `llm`: the model name sent to the endpoint (`default`: the string `default`);
+    /// `local`: `self` (the learner) or a model source (directory, .gguf, Hub id, `smollm2`).
+    pub model: MentorModel,
     /// `llm`: environment variable holding the API key (none when unset).
     pub api_key_env: Option<String>,
     /// `llm`: per-request timeout in seconds.
     pub timeout_secs: f64,
+    /// `llm`: retries after the first try (transport errors, 429, 5xx); then rules.
+    pub retries: u32,
+    /// `llm`: most requests in flight at once.
+    pub concurrency: usize,
+    /// Mentor sampling temperature (unset: 0.2 for `llm`, 0 (greedy) for `local`).
+    pub temperature: Option<f64>,
+    /// Longest mentor reply in tokens (unset: 512 for `llm`, 256 for `local`).
+    pub max_tokens: Option<usize>,
     /// Guard: longest hint in characters.
     pub max_hint_chars: usize,
+    /// Guard: largest share of the reference solution's non-trivial lines a code hint may
+    /// contain.
+    pub max_code_overlap: f64,
 }
 
 impl Default for MentorSection {
     fn default() -> Self {
         Self {
             backend: Backend::Rules,
-            prompts: "default".into(),
+            prompts: PromptSet::Default,
             base_url: "http://127.0.0.1:8080/v1".into(),
-            model: "default".into(),
+            model: MentorModel::Default,
             api_key_env: None,
             timeout_secs: 60.0,
+            retries: 2,
+            concurrency: 4,
+            temperature: None,
+            max_tokens: None,
             max_hint_chars: 2000,
+            max_code_overlap: 0.5,
+        }
+    }
+}
+
+/// `mentor.prompts`: which hint templates (spelled as a string in TOML).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum PromptSet {
+    /// `default`: the embedded templates.
+    Default,
+    /// `curriculum`: short texts in the tiny model's alphabet.
+    Curriculum,
+    /// A directory holding `hints.toml` / `static_hints.toml` / `llm.toml`.
+    Dir(PathBuf),
+}
+
+impl From<String> for PromptSet {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "default" => PromptSet::Default,
+            "curriculum" => PromptSet::Curriculum,
+            _ => PromptSet::Dir(PathBuf::from(s)),
+        }
+    }
+}
+
+impl From<PromptSet> for String {
+    fn from(p: PromptSet) -> Self {
+        match p {
+            PromptSet::Default => "default".into(),
+            PromptSet::Curriculum => "curriculum".into(),
+            PromptSet::Dir(d) => d.display().to_string(),
+        }
+    }
+}
+
+/// `mentor.model` (spelled as a string in TOML).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum MentorModel {
+    /// `default`: the endpoint's default model (`llm`); not a model for `local`.
+    Default,
+    /// `self`: the learner, its weights updating as it trains (`local`).
+    Learner,
+    /// A model name (`llm`) or a model source (`local`).
+    Named(String),
+}
+
+impl From<String> for MentorModel {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "default" => MentorModel::Default,
+            "self" => MentorModel::Learner,
+            _ => MentorModel::Named(s),
+        }
+    }
+}
+
+impl From<MentorModel> for String {
+    fn from(m: MentorModel) -> Self {
+        match m {
+            MentorModel::Default => "default".into(),
+            MentorModel::Learner => "self".into(),
+            MentorModel::Named(s) => s,
         }
     }
 }
@@ -636,7 +803,7 @@ impl TrainConfig {
                 Ok(_) => {}
             }
         }
-        if self.model.source == "tiny" && self.data.kind != DataKind::Curriculum {
+        if self.model.source == ModelChoice::Tiny && self.data.kind != DataKind::Curriculum {
             return err(
                 "model.source",
                 "`tiny` only speaks the curriculum's alphabet; use a real model".into(),
@@ -665,21 +832,51 @@ impl TrainConfig {
                 return err("pretrain.hinted_levels", "empty while some examples are hinted".into());
             }
         }
-        if self.model.source == "tiny" && !self.model.hidden.is_multiple_of(self.model.heads.max(1)) {
+        if self.model.source == ModelChoice::Tiny
+            && !self.model.hidden.is_multiple_of(self.model.heads.max(1))
+        {
             return err(
                 "model.hidden",
                 format!("{} is not a multiple of model.heads = {}", self.model.hidden, self.model.heads),
             );
         }
-        if self.mentor.backend == Backend::Local && self.mentor.model == "default" {
+        if self.mentor.backend == Backend::Local && self.mentor.model == MentorModel::Default {
             return err(
                 "mentor.model",
                 "the `local` backend needs `self` (the learner) or a model source (directory, .gguf, Hub id, `smollm2`)"
                     .into(),
             );
         }
-        if self.mentor.backend == Backend::Llm && self.mentor.timeout_secs <= 0.0 {
-            return err("mentor.timeout_secs", "must be > 0".into());
+        if self.mentor.backend == Backend::Llm && self.mentor.model == MentorModel::Learner {
+            return err("mentor.model", "`self` (the learner) needs `mentor.backend = \"local\"`".into());
+        }
+        if self.mentor.backend == Backend::Llm
+            && !(self.mentor.timeout_secs > 0.0 && self.mentor.timeout_secs.is_finite())
+        {
+            return err(
+                "mentor.timeout_secs",
+                format!("{} (must be a finite number > 0)", self.mentor.timeout_secs),
+            );
+        }
+        if self.mentor.concurrency == 0 {
+            return err("mentor.concurrency", "must be > 0".into());
+        }
+        if let Some(t) = self.mentor.temperature {
+            if !(t >= 0.0 && t.is_finite()) {
+                return err("mentor.temperature", format!("{t} (must be a finite number >= 0)"));
+            }
+        }
+        if self.mentor.max_tokens == Some(0) {
+            return err("mentor.max_tokens", "must be > 0".into());
+        }
+        if !(0.0..=1.0).contains(&self.mentor.max_code_overlap) {
+            return err(
+                "mentor.max_code_overlap",
+                format!("{} (allowed: 0..=1)", self.mentor.max_code_overlap),
+            );
+        }
+        if !(self.sampling.top_p > 0.0 && self.sampling.top_p <= 1.0) {
+            return err("sampling.top_p", format!("{} (allowed: (0, 1]; 1 is off)", self.sampling.top_p));
         }
         self.grpo_config().validate().map_err(|e| format!("[grpo] {e}"))?;
         if self.eval.samples > 0 && self.eval.samples < self.eval.k {
@@ -755,6 +952,8 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("grpo.num_generations", "sampling.group_size"),
     ("grpo.max_completion_length", "sampling.max_new_tokens"),
     ("grpo.temperature", "sampling.temperature"),
+    ("grpo.top_p", "sampling.top_p"),
+    ("grpo.top_k", "sampling.top_k"),
     ("grpo.max_steps", "run.steps"),
     ("grpo.save_steps", "run.checkpoint_every"),
     ("grpo.eval_steps", "eval.every"),
@@ -920,8 +1119,59 @@ mod tests {
         let again = TrainConfig::parse("config.toml", &toml::to_string_pretty(&cfg).unwrap(), &[]).unwrap();
         assert_eq!(again, cfg);
         assert!(again.resume_conflicts(&cfg).is_empty());
-        // Sampling knobs not implemented are refused, not ignored.
-        assert!(TrainConfig::parse("x.toml", "[grpo]\ntop_p = 0.9\n", &[]).is_err());
+        // TRL's top_p / top_k are ours; an out-of-range top_p is refused, not ignored.
+        let cfg = TrainConfig::parse("x.toml", "[grpo]\ntop_p = 0.9\ntop_k = 20\n", &[]).unwrap();
+        assert_eq!((cfg.sampling.top_p, cfg.sampling.top_k), (0.9, 20));
+        let e = TrainConfig::load("demo", &["sampling.top_p=1.5".into()]).unwrap_err().to_string();
+        assert!(e.contains("sampling.top_p"), "{e}");
+    }
+
+    #[test]
+    fn sentinel_strings_read_as_enums_and_write_back_the_same() {
+        let cfg = TrainConfig::load(
+            "demo",
+            &[
+                "mentor.backend=local".into(),
+                "mentor.model=self".into(),
+                "mentor.prompts=my/prompts".into(),
+                "mentor.retries=5".into(),
+                "mentor.max_code_overlap=0.25".into(),
+                "strategy.refinement_quote_chars=80".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(cfg.model.source, ModelChoice::Tiny);
+        assert_eq!(cfg.mentor.model, MentorModel::Learner);
+        assert_eq!(cfg.mentor.prompts, PromptSet::Dir("my/prompts".into()));
+        assert_eq!((cfg.mentor.retries, cfg.mentor.max_code_overlap), (5, 0.25));
+        assert_eq!(cfg.strategy.refinement_quote_chars, 80);
+        let text = toml::to_string_pretty(&cfg).unwrap();
+        assert!(text.contains("model = \"self\"") && text.contains("source = \"tiny\""), "{text}");
+        assert_eq!(TrainConfig::parse("config.toml", &text, &[]).unwrap(), cfg);
+        let cfg = TrainConfig::load("gsm8k-smollm2", &[]).unwrap();
+        assert_eq!(cfg.model.source, ModelChoice::Smollm2);
+        assert_eq!(ModelChoice::from("HuggingFaceTB/x".to_string()), ModelChoice::Source("HuggingFaceTB/x".into()));
+        // `self` is a local model; an endpoint cannot serve the learner.
+        let e = TrainConfig::load("demo", &["mentor.backend=llm".into(), "mentor.model=self".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("mentor.model") && e.contains("local"), "{e}");
+        let e = TrainConfig::load("demo", &["mentor.max_code_overlap=2".into()]).unwrap_err().to_string();
+        assert!(e.contains("mentor.max_code_overlap"), "{e}");
+    }
+
+    #[test]
+    fn arm_names_agree_across_serde_clap_and_reports() {
+        use clap::ValueEnum;
+        assert_eq!(Arm::value_variants(), &Arm::ALL[..]);
+        for arm in Arm::ALL {
+            let serde_name = toml::Value::try_from(arm).unwrap();
+            assert_eq!(serde_name.as_str(), Some(arm.name()));
+            assert_eq!(arm.to_possible_value().unwrap().get_name(), arm.name());
+            assert_eq!(Arm::parse(arm.name()), Some(arm));
+            assert_eq!(Arm::from_str(arm.name(), false), Ok(arm));
+        }
+        assert_eq!(Arm::parse("mentorr"), None);
     }
 
     #[test]

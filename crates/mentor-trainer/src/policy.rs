@@ -8,30 +8,31 @@ use mentor_core::assets::AssetDir;
 use mentor_policy::config::Config;
 use mentor_policy::{HubOptions, LoadOptions, ModelSource, Policy};
 
-use crate::config::ModelSection;
+use crate::config::{ModelChoice, ModelSection};
 use crate::curriculum::ALPHABET;
 use crate::error::{Error, Result};
 
 /// The policy `model` describes. `tiny` models are initialised from `seed`.
 pub fn build(model: &ModelSection, seed: u64) -> Result<Policy> {
-    if model.source == "tiny" {
-        let mut cfg = Config::tiny(0, model.hidden, model.layers, model.heads, model.heads);
-        cfg.intermediate_size = model.intermediate;
-        return Ok(Policy::char_level(ALPHABET, cfg, seed, DType::F32, &Device::Cpu)?);
-    }
-    let source = if model.source == "smollm2" {
-        let assets = AssetDir::resolve(|k| std::env::var(k).ok())
-            .ok_or_else(|| Error::Missing("no asset directory: set MENTOR_HOME or HOME".into()))?;
-        let path = assets.smollm2_gguf();
-        if !path.exists() {
-            return Err(Error::Missing(format!(
-                "{} is missing\nhint: run `cargo xtask setup` to install the SmolLM2 GGUF",
-                path.display()
-            )));
+    let source = match &model.source {
+        ModelChoice::Tiny => {
+            let mut cfg = Config::tiny(0, model.hidden, model.layers, model.heads, model.heads);
+            cfg.intermediate_size = model.intermediate;
+            return Ok(Policy::char_level(ALPHABET, cfg, seed, DType::F32, &Device::Cpu)?);
         }
-        ModelSource::Gguf(path)
-    } else {
-        ModelSource::parse(&model.source)
+        ModelChoice::Smollm2 => {
+            let assets = AssetDir::resolve(|k| std::env::var(k).ok())
+                .ok_or_else(|| Error::Missing("no asset directory: set MENTOR_HOME or HOME".into()))?;
+            let path = assets.smollm2_gguf();
+            if !path.exists() {
+                return Err(Error::Missing(format!(
+                    "{} is missing\nhint: run `cargo xtask setup` to install the SmolLM2 GGUF",
+                    path.display()
+                )));
+            }
+            ModelSource::Gguf(path)
+        }
+        ModelChoice::Source(s) => ModelSource::parse(s),
     };
     let opts = LoadOptions { hub: HubOptions::from_env(|k| std::env::var(k).ok()), ..LoadOptions::default() };
     Ok(Policy::load(&source, &opts)?)

@@ -10,7 +10,7 @@ use crate::train::{eval_sets, load_tasks, run_eval};
 pub fn run(args: &EvalArgs) -> Result<()> {
     let mut cfg = TrainConfig::load(&args.config, &args.sets).context("invalid configuration")?;
     if let Some(m) = &args.model {
-        cfg.model.source = m.clone();
+        cfg.model.source = crate::config::ModelChoice::from(m.clone());
     }
     let policy = crate::policy::build(&cfg.model, cfg.run.seed)
         .with_context(|| format!("cannot load the model `{}`", cfg.model.source))?;

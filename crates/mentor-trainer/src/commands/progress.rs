@@ -50,7 +50,7 @@ impl Progress for Bar {
         self.pb.set_position(r.step as u64 + 1);
         self.pb.set_message(format!(
             "L{} reward {:.2} zrf {:.2} hinted {} rescued {}",
-            r.level, r.reward, r.zrf, r.intervened, r.rescued
+            r.level, r.strategy.mean_reward, r.strategy.zrf, r.strategy.intervened, r.strategy.rescued
         ));
     }
 

@@ -1,0 +1,110 @@
+//! The arms: the strategy plug-in each `strategy.arm` builds (vanilla, DAPO, static hints,
+//! refinement, the mentor on its backends) and the hint templates it uses.
+
+use std::sync::Arc;
+
+use mentor_agents::llm::{FallbackCounter, LlmConfig};
+use mentor_agents::{AgentMentor, Guard, GuardConfig, Prompts, Refinement, StaticHints};
+use mentor_core::AnswerEquivalence;
+use mentor_integration::Strategy;
+use mentor_policy::Policy;
+
+use crate::config::{Arm, Backend, MentorModel, ModelChoice, PromptSet, TrainConfig};
+use crate::error::Result;
+
+/// The curriculum's hint templates and static hints (in the tiny model's alphabet).
+pub const CURRICULUM_HINTS: &str = include_str!("../../curriculum/hints.toml");
+/// The curriculum's static hint library.
+pub const CURRICULUM_STATIC_HINTS: &str = include_str!("../../curriculum/static_hints.toml");
+
+struct MathEq;
+impl AnswerEquivalence for MathEq {
+    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
+        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
+    }
+}
+
+/// The hint templates a config names.
+pub fn prompts(cfg: &TrainConfig) -> Result<Prompts> {
+    Ok(match &cfg.mentor.prompts {
+        PromptSet::Default => Prompts::default(),
+        PromptSet::Curriculum => Prompts::with_hints(CURRICULUM_HINTS, CURRICULUM_STATIC_HINTS)?,
+        PromptSet::Dir(dir) => Prompts::load_dir(dir)?,
+    })
+}
+
+/// The strategy plug-in of an arm, with the mentor's fallback counter when its backend can
+/// fall back to rules (`llm`, `local`).
+pub struct Built {
+    /// The plug-in's strategy.
+    pub strategy: Strategy,
+    /// Mentor calls answered by the rules because the model failed (None: no model).
+    pub fallbacks: Option<Arc<FallbackCounter>>,
+}
+
+/// The strategy plug-in of the config's arm; `learner` is the policy being trained (the
+/// local mentor's `self`).
+pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
+    let m = &cfg.mentor;
+    let guard = || {
+        Guard::new(
+            GuardConfig {
+                max_chars: m.max_hint_chars,
+                max_reference_overlap: m.max_code_overlap,
+                ..GuardConfig::default()
+            },
+            Arc::new(MathEq),
+        )
+    };
+    let intervene = |mentor: Box<dyn mentor_core::Mentor>| Strategy::Intervene {
+        mentor,
+        config: cfg.strategy.intervention.clone(),
+    };
+    let plain = |strategy| Built { strategy, fallbacks: None };
+    Ok(match cfg.strategy.arm {
+        Arm::Vanilla => plain(Strategy::Vanilla),
+        Arm::Dapo => plain(Strategy::Dapo { max_refill_groups: cfg.strategy.dapo_max_refill }),
+        Arm::StaticHints => {
+            plain(intervene(Box::new(StaticHints::with_prompts(prompts(cfg)?, cfg.run.seed))))
+        }
+        Arm::Refinement => {
+            plain(intervene(Box::new(Refinement::new(guard(), cfg.strategy.refinement_quote_chars))))
+        }
+        Arm::Mentor => match m.backend {
+            Backend::Rules => plain(intervene(Box::new(AgentMentor::rules_with(prompts(cfg)?, guard())))),
+            Backend::Llm => {
+                let defaults = LlmConfig::default();
+                let llm = LlmConfig {
+                    base_url: m.base_url.clone(),
+                    model: String::from(m.model.clone()),
+                    api_key: m.api_key_env.as_ref().and_then(|v| std::env::var(v).ok()),
+                    timeout: std::time::Duration::from_secs_f64(m.timeout_secs),
+                    retries: m.retries,
+                    max_concurrency: m.concurrency,
+                    temperature: m.temperature.map_or(defaults.temperature, |t| t as f32),
+                    max_tokens: m.max_tokens.map_or(defaults.max_tokens, |t| t.min(u32::MAX as usize) as u32),
+                    ..defaults
+                };
+                let (mentor, fallbacks) = mentor_agents::llm::mentor(llm, prompts(cfg)?, guard());
+                Built { strategy: intervene(Box::new(mentor)), fallbacks: Some(fallbacks) }
+            }
+            Backend::Local => {
+                let model = match &m.model {
+                    MentorModel::Learner => learner.clone(),
+                    other => {
+                        let source = ModelChoice::from(String::from(other.clone()));
+                        let section = crate::config::ModelSection { source, ..cfg.model.clone() };
+                        Arc::new(crate::policy::build(&section, cfg.run.seed)?)
+                    }
+                };
+                let local = mentor_agents::local::LocalConfig {
+                    temperature: m.temperature.unwrap_or(0.0),
+                    max_tokens: m.max_tokens.unwrap_or(256),
+                    seed: cfg.run.seed,
+                };
+                let (mentor, fallbacks) = mentor_agents::local::mentor(model, local, prompts(cfg)?, guard());
+                Built { strategy: intervene(Box::new(mentor)), fallbacks: Some(fallbacks) }
+            }
+        },
+    })
+}

@@ -1,0 +1,21 @@
+//! Training, by stage: [`tasks`] (the training and held-out splits, the overlap guard, each
+//! step's tasks), [`arms`] (the strategy plug-in of each arm), [`run`] (start or resume →
+//! steps → checkpoints → finish; a step samples the groups, verifies them, hands them to the
+//! arm's strategy — vanilla, DAPO, hints — and runs the GRPO update), [`evaluation`] (without
+//! hints, every `eval.every` steps) and [`records`] (the JSONL files a run writes). A resumed
+//! run reproduces exactly what an uninterrupted one would have done.
+
+pub mod arms;
+pub mod evaluation;
+pub mod records;
+pub mod run;
+pub mod tasks;
+
+pub use arms::{prompts, strategy, Built, CURRICULUM_HINTS, CURRICULUM_STATIC_HINTS};
+pub use evaluation::{eval_sets, run_eval};
+pub use records::{
+    InterventionEntry, InterventionLine, RunInfo, SampleLine, StepRecord, StepTiming, Summary,
+    INTERVENTIONS_FILE, SAMPLES_FILE,
+};
+pub use run::{start, train, Progress, Run, Silent, TrainOptions};
+pub use tasks::{data_dir, load_tasks, Tasks};

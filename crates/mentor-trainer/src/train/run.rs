@@ -1,0 +1,459 @@
+//! The run loop in its stages: [`start`] (a fresh run, a resume or a fork), [`Run::step`]
+//! (sample → verify → the arm's strategy → GRPO update → records), checkpoints, and
+//! [`Run::finish`] (final evaluation, the final model, `summary.json`).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use mentor_core::datasets::Dataset;
+use mentor_core::Verifier;
+use mentor_grpo::Updater;
+use mentor_integration::Plugin;
+use mentor_policy::Policy;
+
+use super::arms::{prompts, strategy};
+use super::evaluation::{eval_sets, run_eval};
+use super::records::{
+    read_totals, InterventionLine, RunInfo, SampleLine, StepRecord, StepTiming, Summary, INTERVENTIONS_FILE,
+    SAMPLES_FILE,
+};
+use super::tasks::{load_tasks, step_tasks, Refill, Tasks};
+use crate::checkpoint;
+use crate::config::{DataKind, TrainConfig};
+use crate::curriculum;
+use crate::error::{Error, Result};
+use crate::eval::EvalRow;
+use crate::jsonl::{truncate_to_step, write_json, JsonlWriter};
+use crate::rollout::{score, PolicyRollout};
+use crate::update::grpo_step;
+use crate::verify::DomainVerifier;
+
+/// How to run.
+#[derive(Debug, Clone, Default)]
+pub struct TrainOptions {
+    /// Continue from the newest checkpoint in the output directory, with the run's own
+    /// configuration (anything but [`crate::config::RESUMABLE_KEYS`] differing is an error).
+    pub resume: bool,
+    /// Continue from the newest checkpoint in the output directory under this (possibly
+    /// different) configuration: a branch of the run, relabelled as `cfg` says.
+    pub fork: bool,
+    /// Set (by a Ctrl-C handler) to stop after the current step with a checkpoint.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// Progress reporting of [`train`]: called after each step and each evaluation.
+pub trait Progress {
+    /// A step finished.
+    fn step(&mut self, record: &StepRecord, total: usize);
+    /// An evaluation finished.
+    fn eval(&mut self, rows: &[EvalRow]);
+    /// Something to say (pretraining, checkpoints).
+    fn note(&mut self, message: &str);
+}
+
+/// Progress that says nothing.
+pub struct Silent;
+impl Progress for Silent {
+    fn step(&mut self, _: &StepRecord, _: usize) {}
+    fn eval(&mut self, _: &[EvalRow]) {}
+    fn note(&mut self, _: &str) {}
+}
+
+/// Trains as `cfg` says; `code` verifies code tasks (None: math only).
+pub fn train(
+    cfg: &TrainConfig,
+    opts: &TrainOptions,
+    code: Option<&dyn Verifier>,
+    progress: &mut dyn Progress,
+) -> Result<Summary> {
+    let mut run = start(cfg, opts, code, progress)?;
+    while run.step < run.total {
+        run.step(progress)?;
+        let stop = opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst));
+        let every = cfg.run.checkpoint_every;
+        if stop || run.step == run.total || (every > 0 && run.step.is_multiple_of(every)) {
+            run.checkpoint()?;
+        }
+        if stop && run.step < run.total {
+            progress.note(&format!("stopped at step {}; checkpoint saved", run.step));
+            return run.finish(true, progress);
+        }
+    }
+    run.finish(false, progress)
+}
+
+/// The run's append-only records.
+struct Logs {
+    metrics_path: PathBuf,
+    metrics: JsonlWriter,
+    evals: JsonlWriter,
+    interventions: JsonlWriter,
+    samples: JsonlWriter,
+}
+
+impl Logs {
+    /// The files of the run in `out`, cut back to `step` (a resume: lines of steps after the
+    /// checkpoint were not covered by it and are done again).
+    fn open(out: &Path, resumed_at: Option<usize>) -> Result<Self> {
+        let metrics_path = out.join("metrics.jsonl");
+        let paths = [
+            metrics_path.clone(),
+            out.join("eval.jsonl"),
+            out.join(INTERVENTIONS_FILE),
+            out.join(SAMPLES_FILE),
+        ];
+        if let Some(step) = resumed_at {
+            for p in &paths {
+                truncate_to_step(p, step)?;
+            }
+        }
+        let [m, e, i, s] = paths;
+        Ok(Self {
+            metrics_path,
+            metrics: JsonlWriter::append(&m)?,
+            evals: JsonlWriter::append(&e)?,
+            interventions: JsonlWriter::append(&i)?,
+            samples: JsonlWriter::append(&s)?,
+        })
+    }
+}
+
+/// A run in progress: everything a step needs, and the step it is at.
+pub struct Run<'a> {
+    cfg: &'a TrainConfig,
+    out: PathBuf,
+    started: Instant,
+    tasks: Tasks,
+    sets: Vec<(u32, Vec<mentor_core::Task>)>,
+    verifier: DomainVerifier<'a>,
+    policy: Arc<Policy>,
+    reference: Option<Policy>,
+    updater: Updater,
+    plugin: Plugin,
+    fallbacks: Option<Arc<mentor_agents::llm::FallbackCounter>>,
+    logs: Logs,
+    /// The next step to run (0-based).
+    pub step: usize,
+    /// Steps the run is to take.
+    pub total: usize,
+}
+
+/// Starts a run as `cfg` and `opts` say: checks a resume or fork against the run directory,
+/// loads the tasks (before anything is written, so a data mistake leaves no directory),
+/// writes `config.toml` and `run.json`, then builds (and pretrains) the policy or restores
+/// it with the optimizer and plug-in state from the newest checkpoint.
+pub fn start<'a>(
+    cfg: &'a TrainConfig,
+    opts: &TrainOptions,
+    code: Option<&'a dyn Verifier>,
+    progress: &mut dyn Progress,
+) -> Result<Run<'a>> {
+    let started = Instant::now();
+    let out = cfg.output_dir().to_path_buf();
+    let total = cfg.total_steps();
+    let continuing = opts.resume || opts.fork;
+    if continuing {
+        check_resumable(cfg, &out, opts.fork)?;
+    }
+    let tasks = load_tasks(cfg)?;
+    if matches!(&tasks, Tasks::Dataset { train, .. } if train.is_empty()) {
+        return Err(Error::Config {
+            file: "data.train".into(),
+            message: match cfg.data.train_spec() {
+                Ok(Some(spec)) => format!("{spec} holds no training tasks"),
+                _ => format!(
+                    "{} is evaluation-only: it has no training split\nhint: set data.train to a training file, or use `mentor eval`",
+                    cfg.data.kind.dataset().map_or("the curriculum", Dataset::name)
+                ),
+            },
+        });
+    }
+    std::fs::create_dir_all(&out).map_err(Error::io(&out))?;
+    let resumed = if continuing {
+        match checkpoint::latest(&out)? {
+            Some(dir) => Some(checkpoint::load(&dir)?),
+            None => {
+                return Err(Error::Checkpoint {
+                    path: out.join("checkpoints"),
+                    message: "no checkpoint to resume from".into(),
+                })
+            }
+        }
+    } else {
+        if out.join("metrics.jsonl").exists() || out.join("checkpoints").exists() {
+            return Err(Error::Config {
+                file: "run.output_dir".into(),
+                message: format!(
+                    "{} already holds a run\nhint: pass --resume to continue it, or choose another run.output_dir",
+                    out.display()
+                ),
+            });
+        }
+        None
+    };
+    write_run_files(cfg, &out)?;
+
+    let (policy, step, opt_state, plugin_state) = match resumed {
+        Some(l) => {
+            progress.note(&format!("resuming from {} at step {}", l.dir.display(), l.state.step));
+            (l.policy, l.state.step, Some(l.optimizer), Some(l.state.plugin))
+        }
+        None => (initial_policy(cfg, progress)?, 0, None, None),
+    };
+    let logs = Logs::open(&out, continuing.then_some(step))?;
+    let policy = Arc::new(policy);
+    let reference = if cfg.grpo.beta != 0.0 {
+        Some(kl_reference(&out, &policy, continuing && !opts.fork, progress)?)
+    } else {
+        None
+    };
+    let vars = policy.vars().into_iter().map(|(_, v)| v).collect();
+    let mut updater = Updater::new(cfg.grpo_config(), vars, total)?;
+    if let Some(s) = opt_state {
+        updater.optimizer_mut().restore(s)?;
+    }
+    let built = strategy(cfg, &policy)?;
+    let mut plugin = Plugin::new(built.strategy, cfg.strategy.monitor.clone(), cfg.grpo.scale_rewards);
+    if let Some(s) = plugin_state {
+        plugin.restore(s);
+    }
+    let sets = eval_sets(cfg, &tasks);
+    Ok(Run {
+        cfg,
+        out,
+        started,
+        tasks,
+        sets,
+        verifier: DomainVerifier::new(code),
+        policy,
+        reference,
+        updater,
+        plugin,
+        fallbacks: built.fallbacks,
+        logs,
+        step,
+        total,
+    })
+}
+
+/// `config.toml` (the resolved configuration, for resume checks) and `run.json` (for the
+/// report).
+fn write_run_files(cfg: &TrainConfig, out: &Path) -> Result<()> {
+    let config_text = toml::to_string_pretty(cfg)
+        .map_err(|e| Error::Config { file: "config".into(), message: e.to_string() })?;
+    crate::jsonl::write_atomic(&out.join("config.toml"), config_text.as_bytes())?;
+    let curriculum = cfg.data.kind == DataKind::Curriculum;
+    let schedule = &cfg.curriculum.schedule;
+    let info = RunInfo {
+        name: cfg.run.name.clone(),
+        arm: cfg.strategy.arm.name().into(),
+        seed: cfg.run.seed,
+        preset: format!("{:?}", cfg.data.kind).to_lowercase(),
+        jump_step: (curriculum && schedule.len() > 1)
+            .then(|| schedule[..schedule.len() - 1].iter().map(|p| p.steps).sum()),
+        hard_level: if curriculum { schedule.last().map(|p| p.level) } else { None },
+    };
+    write_json(&out.join("run.json"), &info)
+}
+
+/// The model a fresh run starts from: built as `[model]` says, then pretrained when
+/// `pretrain.steps > 0`.
+fn initial_policy(cfg: &TrainConfig, progress: &mut dyn Progress) -> Result<Policy> {
+    let policy = crate::policy::build(&cfg.model, cfg.run.seed)?;
+    if cfg.pretrain.steps > 0 {
+        let p = prompts(cfg)?;
+        progress.note(&format!("pretraining {} steps", cfg.pretrain.steps));
+        let mut cb = |s: usize, n: usize, l: f64| {
+            if s.is_multiple_of(50) || s == n {
+                progress.note(&format!("pretrain step {s}/{n} loss {l:.3}"));
+            }
+        };
+        crate::pretrain::pretrain(
+            &policy,
+            &cfg.pretrain,
+            &cfg.curriculum,
+            &p,
+            &cfg.strategy.intervention.hint_format,
+            cfg.run.seed,
+            &mut cb,
+        )?;
+    }
+    Ok(policy)
+}
+
+impl Run<'_> {
+    /// Runs step `self.step` (preceded by an evaluation when one is due) and writes its
+    /// records; returns the step's `metrics.jsonl` line.
+    pub fn step(&mut self, progress: &mut dyn Progress) -> Result<StepRecord> {
+        let cfg = self.cfg;
+        let step = self.step;
+        if step == 0 || (cfg.eval.every > 0 && step.is_multiple_of(cfg.eval.every)) {
+            let rows = run_eval(cfg, &self.policy, &self.verifier, &self.sets, step)?;
+            for r in &rows {
+                self.logs.evals.write(r)?;
+            }
+            progress.eval(&rows);
+        }
+        let t0 = Instant::now();
+        let level = match self.tasks {
+            Tasks::Curriculum => curriculum::level_at(&cfg.curriculum.schedule, step),
+            Tasks::Dataset { .. } => 0,
+        };
+        let fallbacks_before = self.fallbacks.as_ref().map_or(0, |f| f.get());
+        let batch = step_tasks(cfg, &self.tasks, step);
+        let mut rollout = PolicyRollout::new(
+            &self.policy,
+            cfg.sampling.temperature,
+            cfg.sampling.max_new_tokens,
+            cfg.run.seed,
+            step as u64,
+        );
+        let samples = rollout.sample_tasks(&batch, cfg.sampling.group_size)?;
+        let sampled = Instant::now();
+        let groups = score(batch, samples, &self.verifier)?;
+        let scored = Instant::now();
+        if cfg.run.log_completions_every > 0 && step.is_multiple_of(cfg.run.log_completions_every) {
+            for grp in &groups {
+                for s in &grp.samples {
+                    self.logs.samples.write(&SampleLine {
+                        step,
+                        task_id: &grp.task.id,
+                        prompt: grp.task.question(),
+                        completion: &s.sample.completion.text,
+                        reward: s.verdict.reward(),
+                    })?;
+                }
+            }
+        }
+        let logged = Instant::now();
+        let mut refill = Refill::new(cfg, &self.tasks, step);
+        let out = self.plugin.process(groups, &mut rollout, &self.verifier, Some(&mut refill))?;
+        let processed = Instant::now();
+        let update = grpo_step(
+            &self.policy,
+            self.reference.as_ref(),
+            &mut self.updater,
+            &out.rows,
+            cfg.sampling.temperature,
+        )?;
+        let rec = StepRecord {
+            step,
+            level,
+            strategy: out.metrics,
+            update,
+            timing: StepTiming {
+                seconds: t0.elapsed().as_secs_f64(),
+                sample_seconds: (sampled - t0).as_secs_f64(),
+                score_seconds: (scored - sampled).as_secs_f64(),
+                strategy_seconds: (processed - logged).as_secs_f64(),
+                update_seconds: processed.elapsed().as_secs_f64(),
+            },
+            mentor_fallbacks: self.fallbacks.as_ref().map_or(0, |f| f.get()).saturating_sub(fallbacks_before),
+        };
+        self.logs.metrics.write(&rec)?;
+        for i in &out.interventions {
+            self.logs.interventions.write(&InterventionLine { step, record: i })?;
+        }
+        progress.step(&rec, self.total);
+        self.step += 1;
+        Ok(rec)
+    }
+
+    /// Saves a checkpoint at the current step (model, optimizer, plug-in state); returns its
+    /// directory.
+    pub fn checkpoint(&self) -> Result<PathBuf> {
+        checkpoint::save(
+            &self.out,
+            self.step,
+            &self.policy,
+            &self.updater.optimizer().state()?,
+            self.plugin.state(),
+        )
+    }
+
+    /// Ends the run: unless `interrupted`, the final evaluation and the final model; then
+    /// `summary.json` from the run's whole `metrics.jsonl` (resumed parts included).
+    pub fn finish(mut self, interrupted: bool, progress: &mut dyn Progress) -> Result<Summary> {
+        let cfg = self.cfg;
+        let mut final_eval = Vec::new();
+        if !interrupted {
+            final_eval = run_eval(cfg, &self.policy, &self.verifier, &self.sets, self.total)?;
+            for r in &final_eval {
+                self.logs.evals.write(r)?;
+            }
+            progress.eval(&final_eval);
+            self.policy.save(&self.out.join("final"))?;
+        }
+        let (interventions, rescued, zrf_sum, n) = read_totals(&self.logs.metrics_path)?;
+        let summary = Summary {
+            name: cfg.run.name.clone(),
+            arm: cfg.strategy.arm.name().into(),
+            seed: cfg.run.seed,
+            steps: self.step,
+            interrupted,
+            final_eval,
+            interventions,
+            rescued,
+            mean_zrf: if n > 0 { zrf_sum / n as f64 } else { 0.0 },
+            seconds: self.started.elapsed().as_secs_f64(),
+            dir: self.out.clone(),
+        };
+        write_json(&self.out.join("summary.json"), &summary)?;
+        Ok(summary)
+    }
+}
+
+/// Refuses to continue a run directory that does not exist, or (unless `fork`) one that was
+/// started with a configuration differing from `cfg` in anything but
+/// [`crate::config::RESUMABLE_KEYS`].
+fn check_resumable(cfg: &TrainConfig, out: &Path, fork: bool) -> Result<()> {
+    if !out.is_dir() {
+        return Err(Error::Config {
+            file: "run.output_dir".into(),
+            message: format!(
+                "{} does not exist: there is no run to resume\nhint: drop --resume to start a new run, or point run.output_dir at an existing one",
+                out.display()
+            ),
+        });
+    }
+    if fork {
+        return Ok(());
+    }
+    let saved_path = out.join("config.toml");
+    let text = std::fs::read_to_string(&saved_path).map_err(Error::io(&saved_path))?;
+    let saved = TrainConfig::parse(&saved_path.display().to_string(), &text, &[])?;
+    let conflicts = cfg.resume_conflicts(&saved);
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Config {
+        file: saved_path.display().to_string(),
+        message: format!(
+            "--resume with a different configuration: {} differ from the run's (only {} may change when resuming)\nhint: resume with the run's own settings; to branch the run under new settings, copy its directory and pass --fork",
+            conflicts.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+            crate::config::RESUMABLE_KEYS.join(", ")
+        ),
+    })
+}
+
+/// The run's KL reference: the model the run started from, kept in `<run>/reference/` so
+/// that a resumed run penalises divergence from the same model as an uninterrupted one (not
+/// from its latest checkpoint). Written at a fresh start (and at a fork that has none: a
+/// branch starts from its fork point); a plain resume must find it.
+fn kl_reference(out: &Path, policy: &Policy, resuming: bool, progress: &mut dyn Progress) -> Result<Policy> {
+    let dir = out.join("reference");
+    if dir.join("model.safetensors").is_file() {
+        return Ok(crate::policy::load_dir(dir)?.frozen_copy()?);
+    }
+    if resuming {
+        return Err(Error::Checkpoint {
+            path: dir,
+            message: "is missing: the run's KL reference (its initial model) cannot be restored".into(),
+        });
+    }
+    progress.note(&format!("saving the KL reference model to {}", dir.display()));
+    policy.save(&dir)?;
+    Ok(policy.frozen_copy()?)
+}

@@ -1,0 +1,306 @@
+//! Tasks and splits: the training and held-out evaluation tasks a config names, the overlap
+//! guard between them, the dataset directory, each step's tasks and DAPO's refills.
+
+use std::path::{Path, PathBuf};
+
+use mentor_core::datasets::Dataset;
+use mentor_core::Task;
+use mentor_integration::TaskSource;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+use crate::config::{TaskSpec, TrainConfig};
+use crate::curriculum;
+use crate::error::{Error, Result};
+use crate::policy::mix;
+
+/// Where training tasks come from.
+pub enum Tasks {
+    /// The curriculum (generated per step).
+    Curriculum,
+    /// A dataset: training tasks (in a seeded order) and held-out evaluation tasks.
+    Dataset {
+        /// Training tasks.
+        train: Vec<Task>,
+        /// Evaluation tasks.
+        eval: Vec<Task>,
+    },
+}
+
+/// Loads the tasks a config names (nothing for the curriculum): the training tasks from
+/// `data.train` in a seeded order, cut to `data.limit`, and the first `data.eval_tasks` of
+/// `data.eval`. Training and evaluation tasks that overlap (by id or by normalised question
+/// text) are an error naming both sources unless `data.allow_overlap`.
+pub fn load_tasks(cfg: &TrainConfig) -> Result<Tasks> {
+    let Some(dataset) = cfg.data.kind.dataset() else {
+        return Ok(Tasks::Curriculum);
+    };
+    let bad = |message: String| Error::Config { file: "[data]".into(), message };
+    let train_spec = cfg.data.train_spec().map_err(bad)?;
+    let eval_spec = cfg.data.eval_spec().map_err(bad)?;
+    let dir = data_dir(cfg)?;
+    let load = |spec: &TaskSpec| -> Result<Vec<Task>> {
+        let mut tasks = match spec {
+            TaskSpec::Split { dataset, split } => dataset.load_split(&dir, split)?,
+            TaskSpec::File(path) => match dataset {
+                // A file of the user's: every record, whatever its MBPP task id.
+                Dataset::Mbpp => {
+                    mentor_core::datasets::load_mbpp(path, mentor_core::datasets::MbppSplit::All)?
+                }
+                d => d.load(path)?,
+            },
+        };
+        if let Some(system) = &cfg.data.system_prompt {
+            for t in &mut tasks {
+                t.prompt.insert(0, mentor_core::Message::system(system.clone()));
+            }
+        }
+        Ok(tasks)
+    };
+    let mut train = match &train_spec {
+        Some(spec) => load(spec)?,
+        None => Vec::new(),
+    };
+    train.shuffle(&mut StdRng::seed_from_u64(mix(&[cfg.run.seed, 0xda7a])));
+    if cfg.data.limit > 0 {
+        train.truncate(cfg.data.limit);
+    }
+    let mut eval = match (&eval_spec, cfg.data.eval_tasks) {
+        (Some(spec), n) if n > 0 => load(spec)?,
+        _ => Vec::new(),
+    };
+    eval.truncate(cfg.data.eval_tasks);
+    if !cfg.data.allow_overlap {
+        if let (Some(t), Some(e)) = (&train_spec, &eval_spec) {
+            check_overlap(&train, t, &eval, e)?;
+        }
+    }
+    Ok(Tasks::Dataset { train, eval })
+}
+
+/// A question as compared for overlap: lower case, letters and digits, single spaces.
+fn normalised_question(task: &Task) -> String {
+    let text = task.question().to_lowercase();
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// An error when a training task is also an evaluation task, by id or by question text.
+fn check_overlap(train: &[Task], train_spec: &TaskSpec, eval: &[Task], eval_spec: &TaskSpec) -> Result<()> {
+    use std::collections::HashMap;
+    let ids: HashMap<&str, &Task> = eval.iter().map(|t| (t.id.as_str(), t)).collect();
+    let questions: HashMap<String, &Task> = eval.iter().map(|t| (normalised_question(t), t)).collect();
+    let shared: Vec<(&Task, &Task)> = train
+        .iter()
+        .filter_map(|t| {
+            ids.get(t.id.as_str()).or_else(|| questions.get(&normalised_question(t))).map(|e| (t, *e))
+        })
+        .collect();
+    let Some((t, e)) = shared.first() else {
+        return Ok(());
+    };
+    Err(Error::Config {
+        file: "[data]".into(),
+        message: format!(
+            "training tasks (data.train = {train_spec}) overlap the evaluation tasks (data.eval = {eval_spec}): {} shared, e.g. `{}` (train) and `{}` (eval)\nhint: hold evaluation tasks out of training, or set data.allow_overlap = true to run anyway",
+            shared.len(),
+            t.id,
+            e.id
+        ),
+    })
+}
+
+/// The dataset directory: `data.dir`, `$MENTOR_DATASETS`, `$MENTOR_HOME/datasets`, or a
+/// `shared/datasets` beside the current directory's ancestors.
+pub fn data_dir(cfg: &TrainConfig) -> Result<PathBuf> {
+    if let Some(d) = &cfg.data.dir {
+        return Ok(d.clone());
+    }
+    if let Ok(d) = std::env::var("MENTOR_DATASETS") {
+        return Ok(PathBuf::from(d));
+    }
+    if let Some(a) = mentor_core::assets::AssetDir::resolve(|k| std::env::var(k).ok()) {
+        if a.datasets().is_dir() {
+            return Ok(a.datasets());
+        }
+    }
+    let mut here = std::env::current_dir().ok();
+    while let Some(d) = here {
+        for c in [d.join("shared/datasets"), d.join("../shared/datasets")] {
+            if c.is_dir() {
+                return Ok(c);
+            }
+        }
+        here = d.parent().map(Path::to_path_buf);
+    }
+    Err(Error::Missing("no dataset directory\nhint: run `cargo xtask datasets` or set data.dir".into()))
+}
+
+/// The tasks of step `step`: `prompts_per_step` problems (curriculum: at the scheduled level).
+pub(super) fn step_tasks(cfg: &TrainConfig, tasks: &Tasks, step: usize) -> Vec<Task> {
+    let n = cfg.sampling.prompts_per_step;
+    match tasks {
+        Tasks::Curriculum => {
+            let level = curriculum::level_at(&cfg.curriculum.schedule, step);
+            let mut rng = StdRng::seed_from_u64(mix(&[cfg.run.seed, 0x7a1, step as u64]));
+            (0..n)
+                .map(|i| {
+                    curriculum::Problem::draw(level, cfg.curriculum.operands_at(level), &mut rng)
+                        .task(format!("s{step}-{i}"), level)
+                })
+                .collect()
+        }
+        Tasks::Dataset { train, .. } => {
+            (0..n).filter_map(|i| train.get((step * n + i) % train.len().max(1)).cloned()).collect()
+        }
+    }
+}
+
+/// More tasks for DAPO refills, deterministic per step.
+pub(super) struct Refill<'a> {
+    cfg: &'a TrainConfig,
+    tasks: &'a Tasks,
+    step: usize,
+    drawn: usize,
+    rng: StdRng,
+}
+
+impl<'a> Refill<'a> {
+    /// The refills of step `step`.
+    pub(super) fn new(cfg: &'a TrainConfig, tasks: &'a Tasks, step: usize) -> Self {
+        Self {
+            cfg,
+            tasks,
+            step,
+            drawn: 0,
+            rng: StdRng::seed_from_u64(mix(&[cfg.run.seed, 0x4ef1, step as u64])),
+        }
+    }
+}
+
+impl TaskSource for Refill<'_> {
+    fn next_task(&mut self) -> Option<Task> {
+        self.drawn += 1;
+        match self.tasks {
+            Tasks::Curriculum => {
+                let level = curriculum::level_at(&self.cfg.curriculum.schedule, self.step);
+                let p =
+                    curriculum::Problem::draw(level, self.cfg.curriculum.operands_at(level), &mut self.rng);
+                Some(p.task(format!("s{}-r{}", self.step, self.drawn), level))
+            }
+            Tasks::Dataset { train, .. } => {
+                let n = self.cfg.sampling.prompts_per_step;
+                let at = (self.step * n + n + self.drawn) % train.len().max(1);
+                train.get(at).cloned()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared benchmark data beside the repository (present in CI), or `$MENTOR_DATASETS`.
+    fn data_dir() -> String {
+        std::env::var("MENTOR_DATASETS")
+            .unwrap_or_else(|_| format!("{}/../../../shared/datasets", env!("CARGO_MANIFEST_DIR")))
+    }
+
+    fn config(preset: &str, sets: &[&str]) -> Result<TrainConfig> {
+        let mut all = vec![format!("data.dir={}", data_dir())];
+        all.extend(sets.iter().map(|s| s.to_string()));
+        TrainConfig::load(preset, &all)
+    }
+
+    fn ids(tasks: &Tasks) -> (Vec<String>, Vec<String>) {
+        match tasks {
+            Tasks::Dataset { train, eval } => {
+                (train.iter().map(|t| t.id.clone()).collect(), eval.iter().map(|t| t.id.clone()).collect())
+            }
+            Tasks::Curriculum => panic!("a dataset config"),
+        }
+    }
+
+    #[test]
+    fn presets_train_on_training_splits_and_evaluate_on_held_out_tests() {
+        let (train, eval) = ids(&load_tasks(&config("gsm8k-smollm2", &[]).unwrap()).unwrap());
+        assert_eq!(train.len(), 7473);
+        assert!(train.iter().all(|id| id.starts_with("gsm8k/train/")), "{:?}", &train[..3]);
+        assert_eq!(eval.len(), 100);
+        assert_eq!(eval[0], "gsm8k/test/0");
+        assert!(eval.iter().all(|id| id.starts_with("gsm8k/test/")));
+
+        let (train, eval) = ids(&load_tasks(&config("mbpp-smollm2", &[]).unwrap()).unwrap());
+        // Task ids 601–974 and the ten prompt tasks 1–10.
+        assert_eq!(train.len(), 374 + 10);
+        assert!(train.iter().all(|id| id.starts_with("mbpp/train/") || id.starts_with("mbpp/prompt/")));
+        assert_eq!(eval.len(), 50);
+        assert_eq!(eval[0], "mbpp/test/11");
+    }
+
+    #[test]
+    fn overlapping_training_and_evaluation_tasks_stop_the_run_before_step_0() {
+        // By id: the evaluation split trained on.
+        let cfg = config("gsm8k-smollm2", &["data.train=gsm8k:test", "data.eval_tasks=5"]).unwrap();
+        let Err(e) = load_tasks(&cfg) else { panic!("overlap accepted") };
+        let e = e.to_string();
+        assert!(e.contains("data.train = gsm8k:test") && e.contains("data.eval = gsm8k:test"), "{e}");
+        assert!(e.contains("5 shared") && e.contains("allow_overlap"), "{e}");
+        let cfg = config(
+            "gsm8k-smollm2",
+            &["data.train=gsm8k:test", "data.eval_tasks=5", "data.allow_overlap=true"],
+        )
+        .unwrap();
+        assert!(load_tasks(&cfg).is_ok());
+
+        // By question text: a training file that copies a test problem under another id,
+        // with different case, spacing and punctuation.
+        let test = Dataset::Gsm8k.load_split(Path::new(&data_dir()), "test").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mine.jsonl");
+        let copied = format!("  {}!! ", test[3].question().to_uppercase().replace(' ', "  "));
+        let lines = [
+            serde_json::json!({"question": "What is 2 + 2?", "answer": "2 + 2 = 4\n#### 4"}),
+            serde_json::json!({"question": copied, "answer": "#### 1"}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&file, text).unwrap();
+        let train = format!("data.train={}", file.display());
+        let cfg = config("gsm8k-smollm2", &[&train, "data.eval_tasks=10"]).unwrap();
+        let e = load_tasks(&cfg).err().expect("overlap by text accepted").to_string();
+        assert!(e.contains("1 shared") && e.contains("gsm8k/test/3") && e.contains("mine.jsonl"), "{e}");
+        let cfg = config("gsm8k-smollm2", &[&train, "data.eval_tasks=3"]).unwrap();
+        let (train, _) = ids(&load_tasks(&cfg).unwrap());
+        assert_eq!(train.len(), 2);
+    }
+
+    #[test]
+    fn task_sources_are_validated_against_the_kind() {
+        let e = config("gsm8k-smollm2", &["data.train=gsm8k:dev"]).unwrap_err().to_string();
+        assert!(e.contains("data.train") && e.contains("train, test"), "{e}");
+        let e = config("gsm8k-smollm2", &["data.eval=math500:test"]).unwrap_err().to_string();
+        assert!(e.contains("data.eval") && e.contains("math500") && e.contains("gsm8k"), "{e}");
+        let e = config("demo", &["data.train=gsm8k:train"]).unwrap_err().to_string();
+        assert!(e.contains("data.train"), "{e}");
+        assert_eq!(
+            TaskSpec::parse("mbpp:validation").unwrap(),
+            TaskSpec::Split { dataset: Dataset::Mbpp, split: "validation".into() }
+        );
+        assert_eq!(TaskSpec::parse("runs/x:y.jsonl").unwrap(), TaskSpec::File("runs/x:y.jsonl".into()));
+        // AIME 2024 and AMC 2023 are evaluated like MATH-500.
+        for (kind, n) in [("aime2024", 30), ("amc2023", 40)] {
+            let kind_set = format!("data.kind={kind}");
+            let cfg = config("math500-eval", &[&kind_set, "data.eval_tasks=100"]).unwrap();
+            let (train, eval) = ids(&load_tasks(&cfg).unwrap());
+            assert!(train.is_empty());
+            assert_eq!(eval.len(), n, "{kind}");
+        }
+        // MATH-500 is evaluation-only: no training split by default.
+        let cfg = config("math500-eval", &[]).unwrap();
+        assert_eq!(cfg.data.train_spec().unwrap(), None);
+        let (train, eval) = ids(&load_tasks(&cfg).unwrap());
+        assert!(train.is_empty());
+        assert_eq!(eval.len(), 500);
+    }
+}
