@@ -129,8 +129,10 @@ pub struct Generation {
     pub text: String,
     /// Why generation stopped.
     pub finish_reason: FinishReason,
-    /// Log-probability of each generated token under the temperature-scaled distribution
-    /// (see [`crate::sampling`]); same length as `token_ids`.
+    /// Log-probability of each generated token under the distribution it was drawn from: the
+    /// temperature-scaled softmax, restricted to the tokens top-k/top-p kept and renormalised
+    /// (the whole vocabulary when neither cuts; at temperature 1 for greedy decoding). See
+    /// [`crate::sampling`]. Same length as `token_ids`.
     pub logprobs: Vec<f32>,
 }
 

@@ -1,10 +1,23 @@
 //! Choosing the next token from a row of logits: greedy, temperature, top-k, top-p.
 //!
 //! Works on plain `f32` slices on the host (one row per call), with a caller-owned seeded RNG,
-//! so the same seed and logits give the same choice. The returned log-probability is that of
-//! the chosen token under the temperature-scaled softmax over the *whole* vocabulary (the
-//! quantity GRPO's importance ratios use), not under the top-k/top-p truncated distribution;
-//! greedy decoding reports it at temperature 1.
+//! so the same seed and logits give the same choice.
+//!
+//! With temperature `t > 0` the token is drawn from the distribution actually sampled from:
+//! the softmax of `logits / t`, restricted to the kept tokens and renormalised. The kept
+//! tokens are chosen as in Hugging Face's and vLLM's samplers: first the `top_k` most likely
+//! (ties broken by the lower id), then, of those, the nucleus — the most likely tokens whose
+//! mass *under the top-k renormalised distribution* reaches `top_p` (always at least one).
+//! The returned log-probability is the chosen token's under that same truncated,
+//! renormalised distribution, `(x_i − max) / t − ln Σ_{j kept} exp((x_j − max) / t)`, so the
+//! behaviour log-probs GRPO's importance ratios use are those of the sampler that produced
+//! the tokens. It is never below the token's log-prob under the full tempered softmax, and is
+//! equal to it when nothing is cut (`top_k = 0` or `top_k ≥` vocabulary, and `top_p = 1`:
+//! then the token is drawn by one inverse-CDF pass in id order, without sorting).
+//!
+//! Greedy decoding (`temperature = 0`) takes the argmax (the lowest id among ties) and reports
+//! its log-prob under the softmax at temperature 1 over the whole vocabulary; `top_k` and
+//! `top_p` do not apply to it.
 
 use rand::Rng;
 
@@ -33,7 +46,8 @@ impl Sampler {
         Self { temperature: 0.0, top_p: 1.0, top_k: 0 }
     }
 
-    /// Checks the knobs.
+    /// Checks the knobs: a finite `temperature >= 0` and `top_p` in `(0, 1]`. Every `top_k` is
+    /// valid: `0` and any value at least the vocabulary size keep every token.
     pub fn validate(&self) -> Result<()> {
         if !(self.temperature >= 0.0 && self.temperature.is_finite()) {
             return Err(Error::InvalidRequest(format!("temperature {} must be >= 0", self.temperature)));
@@ -44,7 +58,8 @@ impl Sampler {
         Ok(())
     }
 
-    /// Picks a token from `logits`; returns `(token, log-prob)` (see the module docs).
+    /// Picks a token from `logits`; returns `(token, log-prob)`, the log-prob under the
+    /// distribution the token was drawn from (see the [module docs](self)).
     pub fn sample(&self, logits: &[f32], rng: &mut impl Rng) -> Result<(u32, f32)> {
         if logits.is_empty() {
             return Err(Error::InvalidRequest("empty logits".into()));
@@ -52,26 +67,27 @@ impl Sampler {
         if logits.iter().any(|x| x.is_nan()) {
             return Err(Error::InvalidRequest("NaN in logits".into()));
         }
-        let t = if self.temperature == 0.0 { 1.0 } else { self.temperature };
-        // One pass of `exp` over the vocabulary: `e[i] = exp((x_i - max) / t)` are the
-        // unnormalised probabilities, `sum` their total, so `p_i = e[i] / sum` and
-        // `log p_i = (x_i - max) / t - ln(sum)`.
-        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-        let e: Vec<f64> = logits.iter().map(|&x| ((x as f64 - max) / t).exp()).collect();
-        let sum: f64 = e.iter().sum();
-        let log_sum = sum.ln();
-        let logp = |i: usize| ((logits[i] as f64 - max) / t - log_sum) as f32;
-        if self.temperature == 0.0 {
+        let greedy = self.temperature == 0.0;
+        let t = if greedy { 1.0 } else { self.temperature };
+        let Tempered { max, e, sum } = Tempered::new(logits, t);
+        if !max.is_finite() {
+            return Err(Error::InvalidRequest(format!("the largest logit must be finite, not {max}")));
+        }
+        // `log p_i = (x_i - max) / t - ln(mass)` for the mass the choice was made from. Every
+        // mass used holds the largest logit's `e = 1`, so `ln(mass) >= 0` and `log p_i <= 0`.
+        let logp = |i: usize, mass: f64| ((logits[i] as f64 - max) / t - mass.ln()) as f32;
+        if greedy {
             let mut best = 0;
             for (i, x) in logits.iter().enumerate() {
                 if *x > logits[best] {
                     best = i;
                 }
             }
-            return Ok((best as u32, logp(best)));
+            return Ok((best as u32, logp(best, sum)));
         }
-        if self.top_k == 0 && self.top_p >= 1.0 {
-            // Inverse CDF over the whole vocabulary, in id order.
+        let cut_k = self.top_k > 0 && self.top_k < e.len();
+        if !cut_k && self.top_p >= 1.0 {
+            // Nothing is cut: inverse CDF over the whole vocabulary, in id order.
             let mut u = rng.random::<f64>() * sum;
             let mut chosen = e.len() - 1;
             for (i, &w) in e.iter().enumerate() {
@@ -81,38 +97,70 @@ impl Sampler {
                     break;
                 }
             }
-            return Ok((chosen as u32, logp(chosen)));
+            return Ok((chosen as u32, logp(chosen, sum)));
         }
-        let mut idx: Vec<usize> = (0..e.len()).collect();
-        idx.sort_by(|&a, &b| e[b].total_cmp(&e[a]).then(a.cmp(&b)));
-        if self.top_k > 0 {
-            idx.truncate(self.top_k);
-        }
-        if self.top_p < 1.0 {
-            let need = self.top_p * sum;
-            let mut mass = 0.0;
-            let mut keep = 0;
-            for &i in &idx {
-                mass += e[i];
-                keep += 1;
-                if mass >= need {
-                    break;
-                }
-            }
-            idx.truncate(keep.max(1));
-        }
-        let total: f64 = idx.iter().map(|&i| e[i]).sum();
+        let kept = kept_tokens(&e, if cut_k { self.top_k } else { 0 }, self.top_p);
+        // The kept mass, in the order it is sampled; never above the whole vocabulary's (a
+        // subset's sum can round above it), so the log-prob is never below the full one.
+        let total =
+            if kept.len() == e.len() { sum } else { kept.iter().map(|&i| e[i]).sum::<f64>().min(sum) };
         let mut u = rng.random::<f64>() * total;
-        let mut chosen = idx[idx.len() - 1];
-        for &i in &idx {
+        let mut chosen = kept[kept.len() - 1];
+        for &i in &kept {
             u -= e[i];
             if u < 0.0 {
                 chosen = i;
                 break;
             }
         }
-        Ok((chosen as u32, logp(chosen)))
+        Ok((chosen as u32, logp(chosen, total)))
     }
+}
+
+/// The tempered, unnormalised probabilities of a row: `e[i] = exp((x_i - max) / t)` (one
+/// pass of `exp`), with `max` the largest logit and `sum` the total of `e`, so that
+/// `p_i = e[i] / sum` and `log p_i = (x_i - max) / t - ln(sum)`.
+struct Tempered {
+    max: f64,
+    e: Vec<f64>,
+    sum: f64,
+}
+
+impl Tempered {
+    fn new(logits: &[f32], t: f64) -> Self {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let e: Vec<f64> = logits.iter().map(|&x| ((x as f64 - max) / t).exp()).collect();
+        let sum = e.iter().sum();
+        Self { max, e, sum }
+    }
+}
+
+/// The ids kept by `top_k` (`0` = all) then the `top_p` nucleus of the top-k renormalised
+/// distribution, most likely first (ties: lower id first); never empty for non-empty `e`.
+fn kept_tokens(e: &[f64], top_k: usize, top_p: f64) -> Vec<usize> {
+    let by_mass = |a: &usize, b: &usize| e[*b].total_cmp(&e[*a]).then(a.cmp(b));
+    let mut idx: Vec<usize> = (0..e.len()).collect();
+    if top_k > 0 && top_k < idx.len() {
+        // The order is total, so selecting the k first then sorting them equals a full sort
+        // truncated to k, without sorting the whole vocabulary.
+        idx.select_nth_unstable_by(top_k - 1, by_mass);
+        idx.truncate(top_k);
+    }
+    idx.sort_unstable_by(by_mass);
+    if top_p < 1.0 {
+        let need = top_p * idx.iter().map(|&i| e[i]).sum::<f64>();
+        let mut mass = 0.0;
+        let mut keep = 0;
+        for &i in &idx {
+            mass += e[i];
+            keep += 1;
+            if mass >= need {
+                break;
+            }
+        }
+        idx.truncate(keep.max(1));
+    }
+    idx
 }
 
 #[cfg(test)]
@@ -175,5 +223,106 @@ mod tests {
         assert!(Sampler { temperature: -1.0, ..Sampler::default() }.validate().is_err());
         assert!(Sampler { top_p: 0.0, ..Sampler::default() }.validate().is_err());
         assert!(Sampler::default().sample(&[f32::NAN], &mut rng(0)).is_err());
+        assert!(Sampler::default().sample(&[0.0, f32::INFINITY], &mut rng(0)).is_err());
+        assert!(Sampler::default().sample(&[f32::NEG_INFINITY; 2], &mut rng(0)).is_err());
+        assert!(Sampler { top_k: usize::MAX, ..Sampler::default() }.validate().is_ok());
+    }
+
+    /// Logits whose softmax at temperature 2 is `[0.1, 0.4, 0.2, 0.3]` (`x_i = 2 ln w_i`).
+    fn four() -> [f32; 4] {
+        [1f32, 4.0, 2.0, 3.0].map(|w| 2.0 * w.ln())
+    }
+
+    /// Draws `n` times; returns each token's count and the log-prob it was reported with
+    /// (checking that a token always comes with the same log-prob).
+    fn draws(s: &Sampler, logits: &[f32], n: usize) -> Vec<(usize, Option<f32>)> {
+        let mut r = rng(11);
+        let mut out = vec![(0, None); logits.len()];
+        for _ in 0..n {
+            let (tok, lp) = s.sample(logits, &mut r).unwrap();
+            let slot: &mut (usize, Option<f32>) = &mut out[tok as usize];
+            slot.0 += 1;
+            if let Some(prev) = slot.1 {
+                assert_eq!(prev, lp, "token {tok}");
+            }
+            slot.1 = Some(lp);
+        }
+        out
+    }
+
+    /// The truncated, renormalised distributions, worked by hand from `p = [0.1, 0.4, 0.2,
+    /// 0.3]` (ids by probability: 1, 3, 2, 0).
+    #[test]
+    fn logprobs_are_those_of_the_truncated_renormalised_distribution() {
+        let ln = |x: f64| x.ln() as f32;
+        let t2 = |top_k, top_p| Sampler { temperature: 2.0, top_p, top_k };
+        let cases: [(Sampler, [Option<f32>; 4]); 5] = [
+            // Nothing cut: the tempered softmax itself.
+            (t2(0, 1.0), [Some(ln(0.1)), Some(ln(0.4)), Some(ln(0.2)), Some(ln(0.3))]),
+            // top-k 2 keeps ids 1 and 3: 0.4 / 0.7 and 0.3 / 0.7.
+            (t2(2, 1.0), [None, Some(ln(4.0 / 7.0)), None, Some(ln(3.0 / 7.0))]),
+            // top-p 0.85: 0.4 + 0.3 = 0.7 < 0.85 <= 0.9 keeps ids 1, 3, 2, renormalised by 0.9.
+            (t2(0, 0.85), [None, Some(ln(4.0 / 9.0)), Some(ln(2.0 / 9.0)), Some(ln(3.0 / 9.0))]),
+            // top-k 3 renormalises to [4, 3, 2] / 9; its nucleus 0.75 needs 4/9 + 3/9 = 0.78, so
+            // ids 1 and 3 remain, renormalised by 7/9. (A nucleus of the full distribution's
+            // mass, 0.4 + 0.3 = 0.7 < 0.75, would have kept id 2 as well.)
+            (t2(3, 0.75), [None, Some(ln(4.0 / 7.0)), None, Some(ln(3.0 / 7.0))]),
+            // top-k 2 renormalises to [4, 3] / 7; 4/7 >= 0.5 already: id 1 alone, log-prob 0.
+            (t2(2, 0.5), [None, Some(0.0), None, None]),
+        ];
+        let n = 4000;
+        for (s, want) in cases {
+            let got = draws(&s, &four(), n);
+            let mut total = 0.0;
+            for (id, ((count, lp), want)) in got.iter().zip(want).enumerate() {
+                match (lp, want) {
+                    (Some(lp), Some(w)) => {
+                        assert!((lp - w).abs() < 1e-6, "{s:?} id {id}: {lp} vs {w}");
+                        let p = (*lp as f64).exp();
+                        total += p;
+                        // Frequencies follow exp(log-prob): within 4.5 standard deviations.
+                        let f = *count as f64 / n as f64;
+                        let sd = (p * (1.0 - p) / n as f64).sqrt();
+                        assert!((f - p).abs() <= 4.5 * sd + 1e-9, "{s:?} id {id}: frequency {f}, p {p}");
+                    }
+                    (None, None) => {}
+                    _ => panic!("{s:?} id {id}: drawn {count} times, expected {want:?}"),
+                }
+            }
+            assert!((total - 1.0).abs() < 1e-6, "{s:?}: exp(log-prob) over the kept set sums to {total}");
+        }
+    }
+
+    #[test]
+    fn top_k_at_least_the_vocabulary_is_off_bit_for_bit() {
+        let logits: Vec<f32> = (0..50).map(|i| (i as f32 * 0.61).cos() * 3.0).collect();
+        for k in [50, 51, usize::MAX] {
+            let cut = Sampler { temperature: 0.7, top_p: 1.0, top_k: k };
+            let off = Sampler { temperature: 0.7, top_p: 1.0, top_k: 0 };
+            let (mut a, mut b) = (rng(5), rng(5));
+            for _ in 0..50 {
+                assert_eq!(cut.sample(&logits, &mut a).unwrap(), off.sample(&logits, &mut b).unwrap());
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// For any logits and knobs the reported log-prob is finite, at most 0, and at least the
+        /// token's log-prob under the full tempered softmax (truncation only removes mass).
+        #[test]
+        fn logprob_is_finite_nonpositive_and_at_least_the_full_one(
+            logits in proptest::collection::vec(-30f32..30.0, 1..40),
+            temperature in 0.05f64..5.0,
+            top_k in 0usize..45,
+            top_p in 0.001f64..=1.0,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let s = Sampler { temperature, top_p, top_k };
+            let (tok, lp) = s.sample(&logits, &mut rng(seed)).unwrap();
+            let Tempered { max, sum, .. } = Tempered::new(&logits, temperature);
+            let full = ((logits[tok as usize] as f64 - max) / temperature - sum.ln()) as f32;
+            proptest::prop_assert!(lp.is_finite() && lp <= 0.0, "{lp}");
+            proptest::prop_assert!(lp >= full, "{lp} < {full}");
+        }
     }
 }
