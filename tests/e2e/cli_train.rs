@@ -92,6 +92,46 @@ fn every_arm_trains_and_reports() {
         // Evaluations before steps 0 and 2 and after the last: level 3 each, pass@1 and pass@2.
         assert_eq!(evals.iter().map(|e| e["step"].as_u64().unwrap()).collect::<Vec<_>>(), vec![0, 2, 4]);
         assert!(evals.iter().all(|e| e["n"] == 6 && e["k"] == 2 && e["passk"].is_f64()));
+        // Every line embeds the plug-in's and the update's metrics, and the step's timings.
+        for m in &metrics {
+            for key in [
+                "mean_reward",
+                "zrf",
+                "zero_std_frac",
+                "window_zrf",
+                "event",
+                "rows",
+                "verifier_errors",
+                "mentor_fallbacks",
+                "seconds",
+                "sample_seconds",
+                "score_seconds",
+                "strategy_seconds",
+                "update_seconds",
+                "mentor_seconds",
+            ] {
+                assert!(m.get(key).is_some(), "{arm}: `{key}` missing from {m}");
+            }
+            if m["rows"].as_u64().unwrap() > 0 {
+                for key in [
+                    "loss",
+                    "clip_ratio_low",
+                    "clip_ratio_high",
+                    "clip_ratio_region",
+                    "learning_rate",
+                    "grad_norm",
+                    "completion_length_mean",
+                    "completion_length_max",
+                    "frac_truncated",
+                    "frac_reward_zero_std",
+                    "batch_groups",
+                ] {
+                    assert!(m[key].is_number(), "{arm}: `{key}` missing from {m}");
+                }
+                // KL is logged when there is a KL term (beta > 0), as TRL does.
+                assert!(m["kl"].is_null(), "{arm}: {m}");
+            }
+        }
         // Hint-giving arms intervened on the collapsed groups of an untrained model.
         let intervened: u64 = metrics.iter().map(|m| m["intervened"].as_u64().unwrap()).sum();
         let collapsed: u64 = metrics.iter().map(|m| m["collapsed"].as_u64().unwrap()).sum();
@@ -192,6 +232,10 @@ fn resume_with_a_kl_penalty_keeps_the_initial_model_as_reference() {
     let straight = root.path().join("straight");
     ok(&train(&with_kl(&straight), &[]));
     assert!(straight.join("reference/model.safetensors").is_file());
+    // With a KL term every trained step logs its KL to the reference, and its token entropy.
+    let logged = lines(&straight.join("metrics.jsonl"));
+    assert!(logged.iter().all(|m| m["kl"].as_f64().is_some_and(|k| k >= 0.0)), "{logged:?}");
+    assert!(logged.iter().all(|m| m["entropy"].as_f64().is_some_and(|h| h > 0.0)), "{logged:?}");
     let crashed = root.path().join("crashed");
     ok(&train(&with_kl(&crashed), &[]));
     let ck = crashed.join("checkpoints");

@@ -22,7 +22,9 @@
 //! mask, `cos`/`sin` or targets), and the backward itself is not differentiable again.
 
 use candle_core::backend::BackendStorage;
-use candle_core::{bail, CpuStorage, CustomOp2, CustomOp3, DType, Layout, Shape, Tensor, WithDType};
+use candle_core::{
+    bail, CpuStorage, CustomOp1, CustomOp2, CustomOp3, DType, Layout, Shape, Tensor, WithDType,
+};
 use rayon::prelude::*;
 
 /// Rows handed to one rayon task at least (small rows are too cheap to split finer).
@@ -766,6 +768,47 @@ impl CustomOp3 for TokenLogProbsBwd {
     }
 }
 
+/// Entropy of `softmax(logits)` per row: `logits` is `[.., V]`, the result `[..]`, computed
+/// in one pass per row as `ln Σe − Σ(e·(x − max))/Σe` with `e = exp(x − max)`, without the
+/// `[.., V]` probability tensor candle-nn's ops would allocate. A metric: not differentiable
+/// (the input is detached).
+pub fn token_entropy(logits: &Tensor) -> candle_core::Result<Tensor> {
+    if logits.dims().is_empty() {
+        bail!("token_entropy: logits need a class dimension");
+    }
+    logits.detach().contiguous()?.apply_op1_no_bwd(&TokenEntropy)
+}
+
+struct TokenEntropy;
+
+fn token_entropy_fwd<T: Real>(x: &CpuStorage, lx: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+    let x = contiguous::<T>(x, lx, "token_entropy")?;
+    let dims = lx.dims();
+    let v = dims.last().copied().unwrap_or(1).max(1);
+    let mut dst = vec![T::ZERO; x.len() / v];
+    dst.par_iter_mut().with_min_len(MIN_ROWS).enumerate().for_each(|(row, d)| {
+        let x = &x[row * v..(row + 1) * v];
+        let (max, sum) = max_sum_exp(x);
+        let mut weighted = T::ZERO;
+        for &xi in x {
+            let z = xi - max;
+            weighted += exp_or_zero(z) * z;
+        }
+        *d = sum.ln() - weighted / sum;
+    });
+    Ok((T::to_cpu_storage_owned(dst), Shape::from(&dims[..dims.len() - 1])))
+}
+
+impl CustomOp1 for TokenEntropy {
+    fn name(&self) -> &'static str {
+        "token-entropy"
+    }
+
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        by_dtype!(self.name(), s1, token_entropy_fwd(s1, l1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use candle_core::{Device, Var, D};
@@ -1000,5 +1043,26 @@ mod tests {
         assert!(masked_softmax(&s, &tensor(&[2, 1, 2, 3], 21, 1.0, DType::F32), 1.0).is_err());
         let (cos, sin) = cos_sin(2, 3, 4, DType::F32);
         assert!(rope(&tensor(&[2, 1, 3, 6], 22, 1.0, DType::F32), &cos, &sin).is_err());
+    }
+
+    #[test]
+    fn token_entropy_matches_the_definition() {
+        // Uniform over 4 classes: ln 4. One certain class: 0. A hand case: p = softmax([0, ln 3])
+        // = [1/4, 3/4], H = -(1/4 ln 1/4 + 3/4 ln 3/4).
+        let rows = [0.0f32, 0.0, 0.0, 0.0, 0.0, -200.0, -200.0, -200.0, 0.0, 3f32.ln(), -1e30, -1e30];
+        let logits = Tensor::from_vec(rows.to_vec(), (3, 4), &Device::Cpu).unwrap();
+        let h = token_entropy(&logits).unwrap().to_vec1::<f32>().unwrap();
+        let hand = -(0.25f64 * 0.25f64.ln() + 0.75 * 0.75f64.ln());
+        assert!((h[0] as f64 - 4f64.ln()).abs() < 1e-6, "{h:?}");
+        assert!(h[1].abs() < 1e-6, "{h:?}");
+        assert!((h[2] as f64 - hand).abs() < 1e-6, "{h:?}");
+        // Against candle-nn's softmax on random logits, f64, batched [2, 3, V].
+        let x = Tensor::from_vec(values(2 * 3 * 50, 7, 6.0), (2, 3, 50), &Device::Cpu).unwrap();
+        let p = candle_nn::ops::softmax_last_dim(&x).unwrap();
+        let want = (p.clone() * p.log().unwrap()).unwrap().sum(D::Minus1).unwrap().neg().unwrap();
+        let got = token_entropy(&x).unwrap();
+        assert_eq!(got.dims(), &[2, 3]);
+        let diff = (got - want).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+        assert!(diff < 1e-12, "{diff}");
     }
 }

@@ -100,9 +100,11 @@ impl Policy {
         let logits = if opts.temperature == 1.0 { logits } else { (logits / opts.temperature)? };
         let targets = Tensor::from_vec(targets, (b, c_len), &dev)?;
         let mask = Tensor::from_vec(mask, (b, c_len), &dev)?.to_dtype(dtype)?;
-        let (lp, entropy) = if !opts.entropy && kernels::supported(&logits) {
-            // One fused pass (and one backward), no `[B, C, vocab]` log-prob tensor.
-            (kernels::token_logprobs(&logits, &targets)?, None)
+        let (lp, entropy) = if kernels::supported(&logits) {
+            // One fused pass (and one backward), no `[B, C, vocab]` log-prob tensor; the
+            // entropy (a metric) is one more pass over the logits, outside the graph.
+            let entropy = if opts.entropy { Some((kernels::token_entropy(&logits)? * &mask)?) } else { None };
+            (kernels::token_logprobs(&logits, &targets)?, entropy)
         } else {
             let logp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
             let lp = logp.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?.squeeze(D::Minus1)?;

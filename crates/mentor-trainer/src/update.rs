@@ -80,13 +80,15 @@ pub fn grpo_step(
         ref_logps,
         advantages: Some(rows.iter().map(|r| r.advantage).collect()),
     };
-    let opts = LogProbOptions { temperature, entropy: false, kernels: Kernels::Differentiable };
+    // Token entropy is logged (TRL's `entropy`): one pass over the logits, outside the graph.
+    let opts = LogProbOptions { temperature, entropy: true, kernels: Kernels::Differentiable };
     let metrics =
         updater.update(&batch, |idx: &[usize]| -> std::result::Result<PolicyOutput, crate::Error> {
             let p: Vec<Vec<u32>> = idx.iter().map(|&i| prompts[i].clone()).collect();
             let c: Vec<Vec<u32>> = idx.iter().map(|&i| completions[i].clone()).collect();
             let out = policy.logprobs(&p, &c, &opts)?;
-            Ok(PolicyOutput { logps: widen(out.logprobs)?, entropies: None })
+            let entropies = out.entropy.map(widen).transpose()?;
+            Ok(PolicyOutput { logps: widen(out.logprobs)?, entropies })
         })?;
     Ok(Some(metrics))
 }
