@@ -1150,7 +1150,10 @@ mod tests {
         assert_eq!(TrainConfig::parse("config.toml", &text, &[]).unwrap(), cfg);
         let cfg = TrainConfig::load("gsm8k-smollm2", &[]).unwrap();
         assert_eq!(cfg.model.source, ModelChoice::Smollm2);
-        assert_eq!(ModelChoice::from("HuggingFaceTB/x".to_string()), ModelChoice::Source("HuggingFaceTB/x".into()));
+        assert_eq!(
+            ModelChoice::from("HuggingFaceTB/x".to_string()),
+            ModelChoice::Source("HuggingFaceTB/x".into())
+        );
         // `self` is a local model; an endpoint cannot serve the learner.
         let e = TrainConfig::load("demo", &["mentor.backend=llm".into(), "mentor.model=self".into()])
             .unwrap_err()

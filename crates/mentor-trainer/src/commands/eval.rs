@@ -22,7 +22,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         );
     }
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
-    let rows = super::sandbox::with_code(code, |v| {
+    let rows = super::sandbox::with_code(code, cfg.data.code_reward, |v| {
         let verifier = crate::verify::DomainVerifier::new(v);
         Ok(run_eval(&cfg, &policy, &verifier, &sets, 0)?)
     })?;

@@ -4,12 +4,19 @@
 use anyhow::Result;
 use mentor_core::Verifier;
 
-/// Calls `f` with the code verifier when `needed` (starting the sandbox), else with `None`.
+use crate::config::CodeReward;
+
+/// Calls `f` with the code verifier when `needed` (starting the sandbox), else with `None`;
+/// `reward` is the config's `data.code_reward`.
 #[cfg(feature = "code")]
-pub fn with_code<R>(needed: bool, f: impl FnOnce(Option<&dyn Verifier>) -> Result<R>) -> Result<R> {
+pub fn with_code<R>(
+    needed: bool,
+    reward: CodeReward,
+    f: impl FnOnce(Option<&dyn Verifier>) -> Result<R>,
+) -> Result<R> {
     use anyhow::Context;
     use mentor_core::assets::AssetDir;
-    use mentor_verify_code::{CodeVerifier, Sandbox, SandboxConfig, VerifierConfig};
+    use mentor_verify_code::{CodeVerifier, RewardMode, Sandbox, SandboxConfig, VerifierConfig};
     if !needed {
         return f(None);
     }
@@ -21,13 +28,21 @@ pub fn with_code<R>(needed: bool, f: impl FnOnce(Option<&dyn Verifier>) -> Resul
             assets.python_runtime().display()
         )
     })?;
-    let verifier = CodeVerifier::new(&sandbox, VerifierConfig::default());
+    let reward = match reward {
+        CodeReward::Binary => RewardMode::Binary,
+        CodeReward::FractionPassed => RewardMode::FractionPassed,
+    };
+    let verifier = CodeVerifier::new(&sandbox, VerifierConfig { reward, ..VerifierConfig::default() });
     f(Some(&verifier))
 }
 
 /// Calls `f` without a code verifier; code tasks need the `code` feature.
 #[cfg(not(feature = "code"))]
-pub fn with_code<R>(needed: bool, f: impl FnOnce(Option<&dyn Verifier>) -> Result<R>) -> Result<R> {
+pub fn with_code<R>(
+    needed: bool,
+    _reward: CodeReward,
+    f: impl FnOnce(Option<&dyn Verifier>) -> Result<R>,
+) -> Result<R> {
     if needed {
         anyhow::bail!(
             "code tasks need the sandbox\nhint: build `mentor` with the `code` feature (the default)"

@@ -14,7 +14,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let opts = TrainOptions { resume: args.resume, fork: args.fork, stop: Some(stop) };
     let mut bar = super::progress::Bar::new(&cfg.run.name, cfg.total_steps(), cfg.run.progress);
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
-    let summary = super::sandbox::with_code(code, |v| {
+    let summary = super::sandbox::with_code(code, cfg.data.code_reward, |v| {
         train(&cfg, &opts, v, &mut bar).with_context(|| format!("training run `{}` failed", cfg.run.name))
     });
     bar.finish();
