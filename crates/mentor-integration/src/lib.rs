@@ -11,7 +11,10 @@
 //!    the *current* policy on the hinted prompt (through the [`Rollout`] trait), verifies them
 //!    (through [`mentor_core::Verifier`]), and escalates the level while the group still fails
 //!    and the step's budget lasts; a per-task [`HintMemory`] remembers the level that last
-//!    rescued a task and fades it as the task is solved without hints;
+//!    rescued a task and fades it as the task is solved without hints. The collapsed groups
+//!    of a step go through this together, in escalation rounds: each round's hinted prompts
+//!    are sampled in one [`Rollout::sample_batch`] call and verified in one judge batch (DAPO's
+//!    refills likewise, one batch per refill round);
 //! 4. assembles the batch ([`Assembly`]: `replace`, `nurl`, `augment`) and assigns credit
 //!    ([`Credit`]: `in_context`, `stripped_is`, `stripped`, `prefix`), producing [`TrainRow`]s
 //!    with exactly what the GRPO loss needs: the prompt to condition on, the completion token

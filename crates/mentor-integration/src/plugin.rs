@@ -3,9 +3,11 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use mentor_core::{Attempt, Diagnosis, GuardRejection, Hint, MentorRequest, Task, Verifier};
+use mentor_core::{
+    Attempt, Diagnosis, GuardRejection, Hint, HintLevel, MentorRequest, Message, Task, Verifier,
+};
 use mentor_grpo::{dynamic_sampling_filter, ScaleRewards};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::assembly::{finish, row, Credit, PendingGroup, TrainRow};
 use crate::config::{Assembly, InterventionConfig, Strategy, Trigger};
@@ -14,8 +16,10 @@ use crate::monitor::{CollapseMonitor, EventState, MonitorConfig};
 use crate::rollout::{Group, Rollout, SampleRequest, Scored, TaskSource};
 use crate::{Error, Result};
 
-/// Everything observable about one step of the plug-in.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// Everything observable about one step of the plug-in. Reads back from its JSON; a field
+/// missing there (a line written before the field existed) reads as its default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StepMetrics {
     /// Unhinted groups in the step.
     pub groups: usize,
@@ -47,9 +51,9 @@ pub struct StepMetrics {
     pub dapo_refilled: usize,
     /// Seconds spent in the mentor.
     pub mentor_seconds: f64,
-    /// Seconds spent sampling extra completions.
+    /// Seconds spent sampling extra completions (hinted attempts and DAPO refills).
     pub rollout_seconds: f64,
-    /// Seconds spent verifying extra completions.
+    /// Seconds spent verifying extra completions (hinted attempts and DAPO refills).
     pub verify_seconds: f64,
     /// Rows handed to GRPO.
     pub rows: usize,
@@ -58,7 +62,7 @@ pub struct StepMetrics {
 }
 
 /// What the verifier said of one failed attempt of an intervened group, in short.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "domain", rename_all = "snake_case")]
 pub enum FailedAttempt {
     /// A math answer.
@@ -106,7 +110,7 @@ impl FailedAttempt {
 }
 
 /// One intervention, for logs and reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InterventionRecord {
     /// The task.
     pub task_id: String,
@@ -136,7 +140,7 @@ pub struct StepOutput {
 }
 
 /// What a resumed run needs to continue exactly: the monitor's window and the hint memory.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PluginState {
     /// The collapse monitor.
     pub monitor: crate::monitor::MonitorState,
@@ -184,7 +188,10 @@ impl Plugin {
     }
 
     /// Processes one step's unhinted groups (every group non-empty, all of size G).
-    /// `rollout` samples extra completions from the current policy; `tasks` refills DAPO.
+    /// `rollout` samples extra completions from the current policy, one
+    /// [`Rollout::sample_batch`] call per escalation round (all intervened groups' hinted
+    /// prompts together) or per DAPO refill round; `tasks` refills DAPO. Interventions come out
+    /// in group order.
     pub fn process(
         &mut self,
         groups: Vec<Group>,
@@ -224,38 +231,38 @@ impl Plugin {
                     Trigger::PerGroup => true,
                     Trigger::OnCollapseEvent => report.event.active(),
                 };
+                let collapsed: &[usize] = if allowed { &report.collapsed } else { &[] };
+                let done = intervene(
+                    mentor.as_ref(),
+                    config,
+                    &self.memory,
+                    &groups,
+                    collapsed,
+                    rollout,
+                    verifier,
+                    &mut metrics,
+                )?;
+                metrics.intervened = done.len();
+                let mut rescues: BTreeMap<usize, Rescue> = BTreeMap::new();
+                for d in done {
+                    if let Some((hint, scored)) = d.rescue {
+                        metrics.rescued += 1;
+                        self.memory.rescued(&groups[d.group].task.id, hint.level);
+                        rescues.insert(d.group, (hint, scored));
+                    }
+                    interventions.push(d.record);
+                }
                 let mut out = Vec::new();
                 let mut extra = Vec::new();
                 for (i, grp) in groups.iter().enumerate() {
-                    let eligible = allowed
-                        && report.collapsed.contains(&i)
-                        && metrics.intervened < config.max_interventions_per_step
-                        && metrics.extra_rollouts + config.hinted_samples
-                            <= config.max_extra_rollouts_per_step;
-                    if !eligible {
-                        out.push(plain(grp));
-                        continue;
-                    }
-                    let (rec, hinted) = intervene(
-                        mentor.as_ref(),
-                        config,
-                        &mut self.memory,
-                        grp,
-                        rollout,
-                        verifier,
-                        &mut metrics,
-                    )?;
-                    metrics.intervened += 1;
-                    match hinted {
+                    match rescues.get(&i) {
                         Some((hint, samples)) => {
-                            metrics.rescued += 1;
-                            let (keep, add) = assemble(config, grp, &hint, &samples);
+                            let (keep, add) = assemble(config, grp, hint, samples);
                             out.push(keep);
                             extra.extend(add);
                         }
                         None => out.push(plain(grp)),
                     }
-                    interventions.push(rec);
                 }
                 out.extend(extra);
                 out
@@ -279,17 +286,60 @@ fn plain(grp: &Group) -> PendingGroup {
     }
 }
 
-fn verify_samples(
+/// Samples `requests` in one [`Rollout::sample_batch`] call and verifies every completion
+/// (after its request's assistant prefix) in one [`Verifier::judge_batch`] call; returns the
+/// scored samples per request and counts time, extra rollouts and verifier errors.
+fn sample_and_verify(
+    rollout: &mut dyn Rollout,
     verifier: &dyn Verifier,
-    task: &Task,
-    prefix: Option<&str>,
-    samples: Vec<crate::rollout::Sample>,
-) -> Vec<Scored> {
-    let texts: Vec<String> =
-        samples.iter().map(|s| format!("{}{}", prefix.unwrap_or(""), s.completion.text)).collect();
-    let items: Vec<(&Task, &str)> = texts.iter().map(|t| (task, t.as_str())).collect();
+    requests: &[SampleRequest<'_>],
+    metrics: &mut StepMetrics,
+) -> Result<Vec<Vec<Scored>>> {
+    let t0 = Instant::now();
+    let sampled = rollout.sample_batch(requests).map_err(Error::Rollout)?;
+    metrics.rollout_seconds += t0.elapsed().as_secs_f64();
+    if sampled.len() != requests.len() {
+        return Err(Error::Rollout(format!(
+            "sample_batch returned {} sample lists for {} requests",
+            sampled.len(),
+            requests.len()
+        )));
+    }
+    metrics.extra_rollouts += sampled.iter().map(Vec::len).sum::<usize>();
+    let texts: Vec<Vec<String>> = requests
+        .iter()
+        .zip(&sampled)
+        .map(|(r, ss)| {
+            ss.iter().map(|s| format!("{}{}", r.assistant_prefix.unwrap_or(""), s.completion.text)).collect()
+        })
+        .collect();
+    let items: Vec<(&Task, &str)> = requests
+        .iter()
+        .zip(&texts)
+        .flat_map(|(r, ts)| ts.iter().map(move |t| (r.task, t.as_str())))
+        .collect();
+    let t0 = Instant::now();
     let verdicts = verifier.judge_batch(&items);
-    samples.into_iter().zip(verdicts).map(|(sample, verdict)| Scored { sample, verdict }).collect()
+    metrics.verify_seconds += t0.elapsed().as_secs_f64();
+    if verdicts.len() != items.len() {
+        return Err(Error::Invalid(format!(
+            "the verifier returned {} verdicts for {} completions",
+            verdicts.len(),
+            items.len()
+        )));
+    }
+    let mut verdicts = verdicts.into_iter();
+    let scored: Vec<Vec<Scored>> = sampled
+        .into_iter()
+        .map(|ss| {
+            ss.into_iter()
+                .zip(verdicts.by_ref())
+                .map(|(sample, verdict)| Scored { sample, verdict })
+                .collect()
+        })
+        .collect();
+    metrics.verifier_errors += scored.iter().map(|s| verifier_errors(s)).sum::<usize>();
+    Ok(scored)
 }
 
 /// Verdicts in `scored` that record a verifier failure.
@@ -300,84 +350,200 @@ fn verifier_errors(scored: &[Scored]) -> usize {
 /// The hint that rescued a group, with the hinted group's scored samples.
 type Rescue = (Hint, Vec<Scored>);
 
-/// Asks the mentor, samples on the hinted prompt, escalates while all-fail and budget lasts.
-/// Returns the record and, when rescued, the winning hint with its scored samples.
+/// One intervened group, as the rounds leave it.
+struct Intervened {
+    /// The group's index in the step.
+    group: usize,
+    /// What happened, for the logs.
+    record: InterventionRecord,
+    /// The winning hint and its scored samples, when rescued.
+    rescue: Option<Rescue>,
+}
+
+/// An intervened group between rounds.
+struct Open {
+    /// Index into the step's groups.
+    group: usize,
+    /// The failed unhinted attempts, as the mentor is shown them.
+    attempts: Vec<Attempt>,
+    /// The record so far.
+    record: InterventionRecord,
+    /// The level of its next mentor call.
+    level: HintLevel,
+    /// Whether it takes part in the next round.
+    open: bool,
+    /// Set when rescued (then no longer open).
+    rescue: Option<Rescue>,
+}
+
+impl Open {
+    /// Group `group` (`grp`), intervened on from `level`.
+    fn new(group: usize, grp: &Group, level: HintLevel) -> Self {
+        Self {
+            group,
+            attempts: grp
+                .samples
+                .iter()
+                .map(|s| Attempt { completion: s.sample.completion.clone(), verdict: s.verdict.clone() })
+                .collect(),
+            record: InterventionRecord {
+                task_id: grp.task.id.clone(),
+                failed: grp.samples.iter().map(|s| FailedAttempt::of(s.verdict.feedback())).collect(),
+                diagnosis: None,
+                hints: Vec::new(),
+                hinted_rewards: Vec::new(),
+                rescued: false,
+                rejections: Vec::new(),
+            },
+            level,
+            open: true,
+            rescue: None,
+        }
+    }
+}
+
+/// A hinted attempt of one round: the open group it belongs to, its hint and prompt.
+struct Attempted {
+    open: usize,
+    hint: Hint,
+    prompt: Vec<Message>,
+}
+
+/// Intervenes on the `collapsed` groups (indices in group order, already filtered by the
+/// trigger), in rounds.
+///
+/// Round 1 takes the collapsed groups in group order while `max_interventions_per_step`
+/// allows and the step's `max_extra_rollouts_per_step` has room for one more hinted attempt
+/// (`hinted_samples` completions, reserved for each hint given, in group order), and asks the
+/// mentor for each, at the level the memory starts the task at. Each later round asks again,
+/// one level up, for every intervened group whose hinted attempts all failed (or that got no
+/// hint) and that can escalate (`escalate` on, level below 3), in group order while the budget
+/// has room; a group that does not fit is done. A round's hinted prompts are sampled in one
+/// [`Rollout::sample_batch`] call and verified in one judge batch; a group with a hinted
+/// success is rescued and done.
+///
+/// Returns the intervened groups in group order. The memory is only read here (start levels);
+/// the caller records the rescues.
+#[allow(clippy::too_many_arguments)] // the step's context, passed down as is
 fn intervene(
     mentor: &dyn mentor_core::Mentor,
     config: &InterventionConfig,
-    memory: &mut HintMemory,
-    grp: &Group,
+    memory: &HintMemory,
+    groups: &[Group],
+    collapsed: &[usize],
     rollout: &mut dyn Rollout,
     verifier: &dyn Verifier,
     metrics: &mut StepMetrics,
-) -> Result<(InterventionRecord, Option<Rescue>)> {
-    let task = &grp.task;
-    let attempts: Vec<Attempt> = grp
-        .samples
-        .iter()
-        .map(|s| Attempt { completion: s.sample.completion.clone(), verdict: s.verdict.clone() })
-        .collect();
-    let mut rec = InterventionRecord {
-        task_id: task.id.clone(),
-        failed: grp.samples.iter().map(|s| FailedAttempt::of(s.verdict.feedback())).collect(),
-        diagnosis: None,
-        hints: Vec::new(),
-        hinted_rewards: Vec::new(),
-        rescued: false,
-        rejections: Vec::new(),
-    };
-    let mut level = memory.start_level(&task.id, config.start_level);
+) -> Result<Vec<Intervened>> {
+    let mut open: Vec<Open> = Vec::new();
+    let mut round = 1;
     loop {
-        if metrics.extra_rollouts + config.hinted_samples > config.max_extra_rollouts_per_step {
-            break;
-        }
-        let t0 = Instant::now();
-        let answer = mentor.intervene(&MentorRequest {
-            task,
-            attempts: &attempts,
-            level,
-            previous_hints: &rec.hints,
-        })?;
-        metrics.mentor_seconds += t0.elapsed().as_secs_f64();
-        metrics.guard_rejections += answer.rejections.len();
-        rec.rejections.extend(answer.rejections);
-        rec.diagnosis = answer.diagnosis.or(rec.diagnosis.take());
-        if let Some(hint) = answer.hint {
-            let prompt = config.hint_format.apply(task, &hint);
-            let prefix = match config.credit {
-                Credit::Prefix => hint.solution_prefix.as_deref(),
-                _ => None,
-            };
-            let t0 = Instant::now();
-            let samples = rollout
-                .sample(&SampleRequest {
-                    task,
-                    prompt: &prompt,
-                    assistant_prefix: prefix,
-                    n: config.hinted_samples,
-                })
-                .map_err(Error::Rollout)?;
-            metrics.rollout_seconds += t0.elapsed().as_secs_f64();
-            metrics.extra_rollouts += samples.len();
-            *metrics.levels_used.entry(hint.level.get().to_string()).or_default() += 1;
-            let t0 = Instant::now();
-            let scored = verify_samples(verifier, task, prefix, samples);
-            metrics.verify_seconds += t0.elapsed().as_secs_f64();
-            metrics.verifier_errors += verifier_errors(&scored);
-            rec.hinted_rewards = scored.iter().map(|s| s.verdict.reward()).collect();
-            rec.hints.push(hint.clone());
-            if scored.iter().any(|s| s.verdict.reward() > 0.0) {
-                rec.rescued = true;
-                memory.rescued(&task.id, hint.level);
-                return Ok((rec, Some((hint, scored))));
+        // Completions reserved by this round's hints, not yet sampled.
+        let mut reserved = 0;
+        let room = |metrics: &StepMetrics, reserved: usize| {
+            metrics.extra_rollouts + reserved + config.hinted_samples <= config.max_extra_rollouts_per_step
+        };
+        let mut attempted: Vec<Attempted> = Vec::new();
+        if round == 1 {
+            for &i in collapsed {
+                if open.len() >= config.max_interventions_per_step || !room(metrics, reserved) {
+                    break;
+                }
+                open.push(Open::new(
+                    i,
+                    &groups[i],
+                    memory.start_level(&groups[i].task.id, config.start_level),
+                ));
+                let k = open.len() - 1;
+                if let Some(hint) = ask(mentor, &groups[i].task, &mut open[k], metrics)? {
+                    reserved += config.hinted_samples;
+                    attempted.push(Attempted {
+                        open: k,
+                        prompt: config.hint_format.apply(&groups[i].task, &hint),
+                        hint,
+                    });
+                }
+            }
+        } else {
+            for k in 0..open.len() {
+                if !open[k].open {
+                    continue;
+                }
+                if !room(metrics, reserved) {
+                    open[k].open = false;
+                    continue;
+                }
+                let task = &groups[open[k].group].task;
+                if let Some(hint) = ask(mentor, task, &mut open[k], metrics)? {
+                    reserved += config.hinted_samples;
+                    attempted.push(Attempted {
+                        open: k,
+                        prompt: config.hint_format.apply(task, &hint),
+                        hint,
+                    });
+                }
             }
         }
-        match (config.escalate, level.escalate()) {
-            (true, Some(next)) => level = next,
-            _ => break,
+        if !attempted.is_empty() {
+            let requests: Vec<SampleRequest<'_>> = attempted
+                .iter()
+                .map(|a| SampleRequest {
+                    task: &groups[open[a.open].group].task,
+                    prompt: &a.prompt,
+                    assistant_prefix: match config.credit {
+                        Credit::Prefix => a.hint.solution_prefix.as_deref(),
+                        _ => None,
+                    },
+                    n: config.hinted_samples,
+                })
+                .collect();
+            let scored = sample_and_verify(rollout, verifier, &requests, metrics)?;
+            for (a, scored) in attempted.into_iter().zip(scored) {
+                *metrics.levels_used.entry(a.hint.level.get().to_string()).or_default() += 1;
+                let o = &mut open[a.open];
+                o.record.hinted_rewards = scored.iter().map(|s| s.verdict.reward()).collect();
+                o.record.hints.push(a.hint.clone());
+                if scored.iter().any(|s| s.verdict.reward() > 0.0) {
+                    o.record.rescued = true;
+                    o.open = false;
+                    o.rescue = Some((a.hint, scored));
+                }
+            }
         }
+        // Whoever took part and is still all-failing (or got no hint) goes one level up, if it may.
+        for o in open.iter_mut().filter(|o| o.open) {
+            match (config.escalate, o.level.escalate()) {
+                (true, Some(next)) => o.level = next,
+                _ => o.open = false,
+            }
+        }
+        if !open.iter().any(|o| o.open) {
+            break;
+        }
+        round += 1;
     }
-    Ok((rec, None))
+    Ok(open.into_iter().map(|o| Intervened { group: o.group, record: o.record, rescue: o.rescue }).collect())
+}
+
+/// Asks the mentor for `o`'s next hint at `o.level`, recording rejections and diagnosis.
+fn ask(
+    mentor: &dyn mentor_core::Mentor,
+    task: &Task,
+    o: &mut Open,
+    metrics: &mut StepMetrics,
+) -> Result<Option<Hint>> {
+    let t0 = Instant::now();
+    let answer = mentor.intervene(&MentorRequest {
+        task,
+        attempts: &o.attempts,
+        level: o.level,
+        previous_hints: &o.record.hints,
+    })?;
+    metrics.mentor_seconds += t0.elapsed().as_secs_f64();
+    metrics.guard_rejections += answer.rejections.len();
+    o.record.rejections.extend(answer.rejections);
+    o.record.diagnosis = answer.diagnosis.or(o.record.diagnosis.take());
+    Ok(answer.hint)
 }
 
 /// Builds the rows of a rescued group: what replaces (or joins) the collapsed group, and
@@ -430,7 +596,11 @@ fn assemble(
     }
 }
 
-/// DAPO: drop all-0 / all-1 groups, refill with fresh tasks.
+/// DAPO: drop all-0 / all-1 groups, refill with fresh tasks. Each refill round draws as many
+/// tasks as groups are missing (at most what is left of `max_refill`), samples them in one
+/// [`Rollout::sample_batch`] call and keeps, in draw order, those whose rewards vary; rounds go
+/// on while groups are missing, the refill budget lasts and the source has tasks. The tasks
+/// drawn are the ones a one-at-a-time refill would draw.
 fn dapo(
     groups: Vec<Group>,
     max_refill: usize,
@@ -452,21 +622,34 @@ fn dapo(
     let mut sampled = 0;
     while sampled < max_refill && out.len() < groups.len() {
         let Some(src) = tasks.as_deref_mut() else { break };
-        let Some(task) = src.next_task() else { break };
-        sampled += 1;
-        let t0 = Instant::now();
-        let samples = rollout
-            .sample(&SampleRequest { task: &task, prompt: &task.prompt, assistant_prefix: None, n: g })
-            .map_err(Error::Rollout)?;
-        metrics.rollout_seconds += t0.elapsed().as_secs_f64();
-        metrics.extra_rollouts += samples.len();
-        let scored = verify_samples(verifier, &task, None, samples);
-        metrics.verifier_errors += verifier_errors(&scored);
-        let grp = Group { task, samples: scored };
-        let r = grp.rewards();
-        if r.windows(2).any(|w| w[0] != w[1]) {
-            out.push(plain(&grp));
-            metrics.dapo_refilled += 1;
+        let want = (groups.len() - out.len()).min(max_refill - sampled);
+        let mut drawn = Vec::with_capacity(want);
+        while drawn.len() < want {
+            match src.next_task() {
+                Some(task) => drawn.push(task),
+                None => break,
+            }
+        }
+        let exhausted = drawn.len() < want;
+        if drawn.is_empty() {
+            break;
+        }
+        sampled += drawn.len();
+        let requests: Vec<SampleRequest<'_>> = drawn
+            .iter()
+            .map(|task| SampleRequest { task, prompt: &task.prompt, assistant_prefix: None, n: g })
+            .collect();
+        let scored = sample_and_verify(rollout, verifier, &requests, metrics)?;
+        for (task, samples) in drawn.into_iter().zip(scored) {
+            let grp = Group { task, samples };
+            let r = grp.rewards();
+            if r.windows(2).any(|w| w[0] != w[1]) {
+                out.push(plain(&grp));
+                metrics.dapo_refilled += 1;
+            }
+        }
+        if exhausted {
+            break;
         }
     }
     Ok(out)

@@ -60,10 +60,23 @@ pub struct SampleRequest<'a> {
 }
 
 /// The current policy, as the plug-in sees it. Sampling must be on-policy (the weights the
-/// next update starts from) with the training temperature.
+/// next update starts from) with the training sampler (temperature, top-k, top-p), and each
+/// [`Sample::logprobs`] the log-probs of the distribution the tokens were drawn from.
+///
+/// The plug-in asks through [`Rollout::sample_batch`] only: all hinted attempts of a step's
+/// escalation round, or all DAPO refills of a refill round, in one call. An implementor that
+/// can batch (one generate over every row) overrides it; the default samples each request in
+/// turn through [`Rollout::sample`].
 pub trait Rollout {
     /// Samples `request.n` completions.
     fn sample(&mut self, request: &SampleRequest<'_>) -> Result<Vec<Sample>, String>;
+
+    /// Samples every request: one list per request, in request order, each of that request's
+    /// `n` completions (prompt, assistant prefix and `n` are per request). The default calls
+    /// [`Rollout::sample`] once per request, in order.
+    fn sample_batch(&mut self, requests: &[SampleRequest<'_>]) -> Result<Vec<Vec<Sample>>, String> {
+        requests.iter().map(|r| self.sample(r)).collect()
+    }
 }
 
 /// More tasks, for DAPO's refill of dropped groups.

@@ -3,6 +3,7 @@
 
 #![allow(missing_docs)] // test doubles; each says what it does in its own comment
 
+mod batching;
 mod paths;
 mod properties;
 mod real_step;
