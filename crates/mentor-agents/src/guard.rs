@@ -3,8 +3,10 @@
 //!
 //! Answer leaks are found by asking an injected [`AnswerEquivalence`] (normally the math
 //! verifier) about every answer-like span of the hint — numbers, fractions, percentages, LaTeX
-//! spans, `\boxed{}` contents, right-hand sides of `=` — and about the whole hint. Leaking
-//! spans are redacted (replaced by `…`); a hint that still leaks after redaction is rejected.
+//! spans, `\boxed{}` contents, right-hand sides of `=`, runs of up to eight words
+//! (`3 / 4`, `1 234`, `x^2 - 1`), what follows a label glued to it (`Answer:√2`, `**18**`),
+//! numbers written in words (`negative twelve`) — and about the whole hint. Leaking spans are
+//! redacted (replaced by `…`); a hint that still leaks after redaction is rejected.
 
 use std::sync::Arc;
 
@@ -111,6 +113,7 @@ impl Guard {
     }
 
     fn check_math(&self, gold: &str, mut hint: Hint) -> GuardOutcome {
+        let gold = &Gold::new(gold);
         let mut reasons = Vec::new();
         for _ in 0..4 {
             let (text, r1) = self.redact(gold, &hint.text);
@@ -156,15 +159,20 @@ impl Guard {
         }
     }
 
-    fn equal(&self, gold: &str, candidate: &str) -> bool {
+    fn equal(&self, gold: &Gold, candidate: &str) -> bool {
         let candidate = candidate.trim();
         if candidate.is_empty() {
             return false;
         }
+        // A number in words is also asked about in digits: the checker reads `negative twelve`
+        // as -12 in an answer, but its answer-to-answer equivalence does not.
+        let spelled = spelled_number(candidate);
+        let gold = gold.text;
         match &self.equivalence {
-            Some(eq) => eq.equivalent(gold, candidate),
+            Some(eq) => eq.equivalent(gold, candidate) || spelled.is_some_and(|n| eq.equivalent(gold, &n)),
             None => {
                 // Without a checker, only a bare number (optionally with `$` or `%`) can match.
+                let candidate = spelled.as_deref().unwrap_or(candidate);
                 let bare = candidate.trim_matches(|c: char| c == '$' || c == '%' || c.is_whitespace());
                 let g = numbers(gold);
                 let c = numbers(bare);
@@ -178,14 +186,14 @@ impl Guard {
     }
 
     /// Whether any answer-like span of `text`, or the text as a whole, equals the gold.
-    fn leaks(&self, gold: &str, text: &str) -> bool {
-        self.equal(gold, text) || spans(text).iter().any(|(s, e)| self.equal(gold, &text[*s..*e]))
+    fn leaks(&self, gold: &Gold, text: &str) -> bool {
+        self.equal(gold, text) || spans(text, gold.words).iter().any(|(s, e)| self.equal(gold, &text[*s..*e]))
     }
 
     /// Replaces every leaking span by `…`; returns the new text and what was removed.
-    fn redact(&self, gold: &str, text: &str) -> (String, Vec<String>) {
+    fn redact(&self, gold: &Gold, text: &str) -> (String, Vec<String>) {
         let mut hits: Vec<(usize, usize)> =
-            spans(text).into_iter().filter(|(s, e)| self.equal(gold, &text[*s..*e])).collect();
+            spans(text, gold.words).into_iter().filter(|(s, e)| self.equal(gold, &text[*s..*e])).collect();
         if hits.is_empty() && self.equal(gold, text) {
             hits.push((0, text.len()));
         }
@@ -217,10 +225,42 @@ impl Guard {
     }
 }
 
+/// The gold answer, with what the span search needs to know about it.
+struct Gold<'a> {
+    text: &'a str,
+    /// Whether the gold contains words (`\text{no solution}`): then runs of words may state it
+    /// and windows may start and end on any word (see [`windows`]).
+    words: bool,
+}
+
+impl<'a> Gold<'a> {
+    fn new(text: &'a str) -> Self {
+        let b = text.as_bytes();
+        // A run of three or more letters that is not a LaTeX command (`\frac`, `\sqrt`).
+        let mut words = false;
+        let mut k = 0;
+        while k < b.len() {
+            if b[k].is_ascii_alphabetic() {
+                let start = k;
+                while k < b.len() && b[k].is_ascii_alphabetic() {
+                    k += 1;
+                }
+                if k - start >= 3 && (start == 0 || b[start - 1] != b'\\') {
+                    words = true;
+                }
+            } else {
+                k += 1;
+            }
+        }
+        Self { text, words }
+    }
+}
+
 /// Byte spans of `text` that could state an answer: numbers (with a following `%`, and
 /// `a/b` fractions), `$..$` / `\(..\)` / `\[..\]` spans, `\boxed{..}` and `\frac{..}{..}`
-/// groups, and right-hand sides of `=` up to punctuation.
-fn spans(text: &str) -> Vec<(usize, usize)> {
+/// groups, right-hand sides of `=` up to punctuation, and [`windows`] of words. `words`: the
+/// gold contains words (see [`Gold`]).
+fn spans(text: &str, words: bool) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let nums = numbers(text);
@@ -286,20 +326,7 @@ fn spans(text: &str) -> Vec<(usize, usize)> {
             from = s + cmd.len();
         }
     }
-    // Every whitespace-separated token, without trailing punctuation: catches expressions
-    // such as `$5000*(2.5/100)` that the checker evaluates to the answer.
-    let mut pos = 0;
-    for token in text.split_inclusive(char::is_whitespace) {
-        let start = pos;
-        pos += token.len();
-        let t = token.trim_end().trim_end_matches(['.', ',', ';', ':', '?', '!']);
-        if !t.is_empty() {
-            out.push((start, start + t.len()));
-        }
-        if out.len() > 12_000 {
-            break;
-        }
-    }
+    windows(text, words, &mut out);
     let mut from = 0;
     while let Some(eq) = text[from..].find('=').map(|i| i + from) {
         let rest = &text[eq + 1..];
@@ -313,7 +340,200 @@ fn spans(text: &str) -> Vec<(usize, usize)> {
         }
     }
     out.retain(|(s, e)| s < e && text.is_char_boundary(*s) && text.is_char_boundary(*e));
+    out.sort_unstable();
+    out.dedup();
     out
+}
+
+/// Most whitespace-separated tokens in one window of [`windows`]: enough for the spaced forms
+/// a hint writes an answer in (`1.234 \times 10^3`, `(x - 1)(x + 1)`, `2 \sqrt{2} + 3`).
+const WINDOW_TOKENS: usize = 8;
+
+/// Characters that glue a label to the answer after it (`Answer:18`, `x=18`, `x≈√2`).
+const LABEL: [char; 4] = [':', '=', '≈', '~'];
+/// Characters that wrap an answer (`**18**`, `` `18` ``, `"18"`, `(B)`).
+const WRAP_OPEN: [char; 7] = ['*', '_', '`', '"', '\'', '(', '['];
+const WRAP_CLOSE: [char; 7] = ['*', '_', '`', '"', '\'', ')', ']'];
+/// Sentence punctuation after an answer.
+const PUNCT: [char; 6] = ['.', ',', ';', ':', '?', '!'];
+
+/// Spans over runs of 1 to [`WINDOW_TOKENS`] whitespace-separated tokens: single tokens catch
+/// expressions written without spaces (`$5000*(2.5/100)`), longer runs the same with spaces
+/// (`3 / 4`, `1 234`, `- 12`, `x^2 - 1`, `negative twelve`). A run may start at its first
+/// token, after a wrapping `*`/`` ` ``/`"`/`(`, or after a label glued to the answer
+/// (`Answer:√2`, `x≈√2`), and end at its last token with or without trailing punctuation and
+/// wrapping. A run of two or more tokens must start and end on a token that could be part of
+/// an answer — not a word of two or more letters, unless it is a number word or one of
+/// [`MATH_WORDS`] — except when the gold itself has words (`words`).
+fn windows(text: &str, words: bool, out: &mut Vec<(usize, usize)>) {
+    let mut tokens = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        match (c.is_whitespace(), start) {
+            (true, Some(s)) => {
+                tokens.push((s, i));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    // Where a token's answer may start: at the token, after each of its first few wrapping
+    // characters, and the same after each of its first few labels (`Answer:3:4` is read from
+    // `3:4` as well as from `4`).
+    let starts = |(s, e): (usize, usize)| {
+        let mut v = Vec::new();
+        let labels = text[s..e].match_indices(LABEL).take(4).map(|(at, l)| s + at + l.len());
+        for from in std::iter::once(s).chain(labels) {
+            let mut p = from;
+            v.push(p);
+            for c in text[from..e].chars().take_while(|c| WRAP_OPEN.contains(c)).take(4) {
+                p += c.len_utf8();
+                v.push(p);
+            }
+        }
+        v.retain(|&p| p < e);
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    // Where it may end: at the token's end and before each of its last few punctuation or
+    // wrapping characters (`**sqrt(2)**.` ends after `)`, `(B).` after `B`).
+    let ends = |(s, e): (usize, usize)| {
+        let mut v = vec![e];
+        let mut p = e;
+        for c in text[s..e].chars().rev().take_while(|c| PUNCT.contains(c) || WRAP_CLOSE.contains(c)).take(6)
+        {
+            p -= c.len_utf8();
+            v.push(p);
+        }
+        v.retain(|&p| p > s);
+        v
+    };
+    let answer_edge: Vec<bool> = tokens
+        .iter()
+        .map(|&(s, e)| {
+            let core = text[s..e]
+                .trim_start_matches(|c| WRAP_OPEN.contains(&c) || LABEL.contains(&c))
+                .trim_end_matches(|c| PUNCT.contains(&c) || WRAP_CLOSE.contains(&c))
+                .to_ascii_lowercase();
+            words
+                || core.chars().count() < 2
+                || !core.chars().all(|c| c.is_ascii_alphabetic())
+                || is_number_word(&core)
+                || MATH_WORDS.contains(&core.as_str())
+        })
+        .collect();
+    for i in 0..tokens.len() {
+        let firsts = starts(tokens[i]);
+        for j in i..tokens.len().min(i + WINDOW_TOKENS) {
+            if j > i && !(answer_edge[i] && answer_edge[j]) {
+                continue;
+            }
+            for &e in &ends(tokens[j]) {
+                out.extend(firsts.iter().filter(|&&s| s < e).map(|&s| (s, e)));
+            }
+        }
+        if out.len() > 60_000 {
+            break;
+        }
+    }
+}
+
+/// Words that may begin or end a spaced answer besides single letters and number words
+/// (`25 percent`, `2 pi`, `sin x`).
+const MATH_WORDS: &[&str] = &[
+    "percent", "cent", "pi", "ln", "sin", "cos", "tan", "cot", "sec", "csc", "log", "exp", "sqrt", "arcsin",
+    "arccos", "arctan", "sinh", "cosh", "tanh", "infinity", "inf",
+];
+
+const UNITS: [&str; 20] = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+];
+const TENS: [&str; 8] = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
+
+/// Whether `w` (lower case) is a word a spelled number is made of.
+fn is_number_word(w: &str) -> bool {
+    w.split('-').all(|p| {
+        UNITS.contains(&p)
+            || TENS.contains(&p)
+            || matches!(p, "hundred" | "thousand" | "million" | "negative" | "minus")
+    })
+}
+
+/// A number written in words (`negative forty-two`, `two hundred and five`, `one million`,
+/// `twenty-five percent`), in digits (`-42`, `205`, `1000000`, `25\%`); `None` for anything
+/// else. Case-insensitive; integers below a billion.
+fn spelled_number(text: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    let mut words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == '-')
+        .map(|w| w.trim_matches(|c| PUNCT.contains(&c)))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.len() > 16 {
+        return None;
+    }
+    let percent = match words.as_slice() {
+        [.., "per", "cent"] => {
+            words.truncate(words.len() - 2);
+            true
+        }
+        [.., "percent"] => {
+            words.pop();
+            true
+        }
+        _ => false,
+    };
+    let neg = matches!(words.first(), Some(&("negative" | "minus")));
+    if neg {
+        words.remove(0);
+    }
+    let (mut total, mut current, mut any) = (0i64, 0i64, false);
+    for w in words {
+        if let Some(u) = UNITS.iter().position(|x| *x == w) {
+            current += u as i64;
+        } else if let Some(t) = TENS.iter().position(|x| *x == w) {
+            current += 20 + 10 * t as i64;
+        } else if w == "hundred" {
+            current = current.max(1) * 100;
+        } else if w == "thousand" || w == "million" {
+            let scale = if w == "thousand" { 1_000 } else { 1_000_000 };
+            total += current.max(1) * scale;
+            current = 0;
+        } else if w != "and" || !any {
+            return None;
+        }
+        any = true;
+        if total + current >= 1_000_000_000 {
+            return None;
+        }
+    }
+    if !any {
+        return None;
+    }
+    let n = total + current;
+    let n = if neg { -n } else { n };
+    Some(if percent { format!("{n}\\%") } else { n.to_string() })
 }
 
 /// Index of the `}` closing the group whose content starts at `start` (after its `{`).
@@ -398,9 +618,43 @@ mod tests {
     }
 
     #[test]
+    fn spelled_numbers_read_as_digits() {
+        for (words, digits) in [
+            ("seven", "7"),
+            ("Negative Twelve", "-12"),
+            ("minus twelve.", "-12"),
+            ("forty-two", "42"),
+            ("two hundred and five", "205"),
+            ("one thousand two hundred thirty-four", "1234"),
+            ("one million", "1000000"),
+            ("twenty-five percent", "25\\%"),
+            ("five per cent", "5\\%"),
+        ] {
+            assert_eq!(spelled_number(words).as_deref(), Some(digits), "{words}");
+        }
+        for not in ["", "negative", "and five", "seven dollars", "seventh", "12", "one or two"] {
+            assert_eq!(spelled_number(not), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn windows_span_spaced_and_glued_answers() {
+        let text = "Check: x = 3 / 4 so Answer:√2 or **18**. Then (B).";
+        let s: Vec<&str> = spans(text, false).iter().map(|(a, b)| &text[*a..*b]).collect();
+        for want in ["3 / 4", "x = 3 / 4", "√2", "18", "**18**", "B", "(B)"] {
+            assert!(s.contains(&want), "{want} not in {s:?}");
+        }
+        // Runs start and end on answer-like tokens only, unless the gold has words.
+        assert!(!s.contains(&"so Answer:√2 or"), "{s:?}");
+        assert!(!s.contains(&"Then (B)"));
+        let w: Vec<&str> = spans(text, true).iter().map(|(a, b)| &text[*a..*b]).collect();
+        assert!(w.contains(&"Then (B)"), "{w:?}");
+    }
+
+    #[test]
     fn spans_cover_latex_forms() {
         let text = r"so $x = \frac{1}{2}$ and \boxed{0.5}, i.e. 50%";
-        let s: Vec<&str> = spans(text).iter().map(|(a, b)| &text[*a..*b]).collect();
+        let s: Vec<&str> = spans(text, false).iter().map(|(a, b)| &text[*a..*b]).collect();
         for want in [r"\frac{1}{2}", "0.5", r"\boxed{0.5}", "50%", r"x = \frac{1}{2}"] {
             assert!(s.contains(&want), "{want} not in {s:?}");
         }
