@@ -457,3 +457,23 @@ fn demo_runs_paired_arms_from_one_pretraining() {
         assert_eq!(ev[..2], em[..2], "seed {seed}: evaluations before the jump differ");
     }
 }
+
+#[test]
+fn top_p_and_top_k_are_honoured() {
+    let root = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let dir = root.path().join(name);
+        let mut sets = tiny_sets(&dir);
+        sets.extend(["strategy.arm=vanilla".to_string(), "run.steps=2".to_string()]);
+        sets.extend(extra.iter().map(|s| s.to_string()));
+        ok(&train(&sets, &[]));
+        lines(&dir.join("samples.jsonl"))
+    };
+    let plain = run("plain", &[]);
+    // TRL's names: a greedy-like cut (top_k = 1) makes every completion of a group the same.
+    let cut = run("cut", &["grpo.top_k=1", "grpo.top_p=0.9"]);
+    assert_ne!(plain, cut, "top_k / top_p changed nothing");
+    for group in cut.chunks(3) {
+        assert!(group.iter().all(|s| s["completion"] == group[0]["completion"]), "{group:?}");
+    }
+}

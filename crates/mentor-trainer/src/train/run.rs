@@ -309,7 +309,8 @@ impl Run<'_> {
             cfg.sampling.max_new_tokens,
             cfg.run.seed,
             step as u64,
-        );
+        )
+        .with_top(cfg.sampling.top_p, cfg.sampling.top_k);
         let samples = rollout.sample_tasks(&batch, cfg.sampling.group_size)?;
         let sampled = Instant::now();
         let groups = score(batch, samples, &self.verifier)?;
