@@ -63,6 +63,7 @@ impl Mentor for StaticHints {
                 source: HintSource::Static,
             }),
             rejections: Vec::new(),
+            redactions: Vec::new(),
         })
     }
 }
@@ -133,7 +134,12 @@ impl Mentor for Refinement {
         let Some(attempt) =
             request.attempts.get(request.previous_hints.len() % request.attempts.len().max(1))
         else {
-            return Ok(Intervention { diagnosis: None, hint: None, rejections: Vec::new() });
+            return Ok(Intervention {
+                diagnosis: None,
+                hint: None,
+                rejections: Vec::new(),
+                redactions: Vec::new(),
+            });
         };
         let quoted: String = attempt.completion.text.chars().take(self.max_answer_chars).collect();
         let text = format!(
@@ -143,10 +149,21 @@ impl Mentor for Refinement {
         );
         let hint = Hint { level: request.level, text, solution_prefix: None, source: HintSource::Refinement };
         Ok(match self.guard.check(request.task, hint) {
-            GuardOutcome::Accepted(h) | GuardOutcome::Redacted { hint: h, .. } => {
-                Intervention { diagnosis: None, hint: Some(h), rejections: Vec::new() }
+            GuardOutcome::Accepted(h) => Intervention {
+                diagnosis: None,
+                hint: Some(h),
+                rejections: Vec::new(),
+                redactions: Vec::new(),
+            },
+            GuardOutcome::Redacted { hint, reasons } => Intervention {
+                diagnosis: None,
+                hint: Some(hint),
+                rejections: Vec::new(),
+                redactions: reasons,
+            },
+            GuardOutcome::Rejected(r) => {
+                Intervention { diagnosis: None, hint: None, rejections: vec![r], redactions: Vec::new() }
             }
-            GuardOutcome::Rejected(r) => Intervention { diagnosis: None, hint: None, rejections: vec![r] },
         })
     }
 }

@@ -58,13 +58,28 @@ impl Mentor for AgentMentor {
                 .hint(request.task, request.attempts, &diagnosis, l, request.previous_hints)
                 .map_err(err)?;
             match self.guard.check(request.task, hint) {
-                GuardOutcome::Accepted(hint) | GuardOutcome::Redacted { hint, .. } => {
-                    return Ok(Intervention { diagnosis: Some(diagnosis), hint: Some(hint), rejections });
+                GuardOutcome::Accepted(hint) => {
+                    let redactions = Vec::new();
+                    return Ok(Intervention {
+                        diagnosis: Some(diagnosis),
+                        hint: Some(hint),
+                        rejections,
+                        redactions,
+                    });
+                }
+                GuardOutcome::Redacted { hint, reasons } => {
+                    let redactions = reasons;
+                    return Ok(Intervention {
+                        diagnosis: Some(diagnosis),
+                        hint: Some(hint),
+                        rejections,
+                        redactions,
+                    });
                 }
                 GuardOutcome::Rejected(r) => rejections.push(r),
             }
             level = HintLevel::try_from(l.get() - 1).ok();
         }
-        Ok(Intervention { diagnosis: Some(diagnosis), hint: None, rejections })
+        Ok(Intervention { diagnosis: Some(diagnosis), hint: None, rejections, redactions: Vec::new() })
     }
 }

@@ -46,6 +46,10 @@ pub struct Intervention {
     pub hint: Option<Hint>,
     /// Rejected candidates with reasons.
     pub rejections: Vec<GuardRejection>,
+    /// What the guard redacted from `hint` (one reason per redaction); empty when the hint is
+    /// shown as written.
+    #[serde(default)]
+    pub redactions: Vec<String>,
 }
 
 /// The mentor could not run (backend unreachable with no fallback, bad prompt files, ...).

@@ -126,6 +126,9 @@ pub struct InterventionRecord {
     pub rescued: bool,
     /// Guard rejections on the way.
     pub rejections: Vec<GuardRejection>,
+    /// What the guard redacted from the hints shown (one reason per redaction), in order.
+    #[serde(default)]
+    pub redactions: Vec<String>,
 }
 
 /// What a step hands to GRPO and to the logs.
@@ -394,6 +397,7 @@ impl Open {
                 hinted_rewards: Vec::new(),
                 rescued: false,
                 rejections: Vec::new(),
+                redactions: Vec::new(),
             },
             level,
             open: true,
@@ -542,6 +546,7 @@ fn ask(
     metrics.mentor_seconds += t0.elapsed().as_secs_f64();
     metrics.guard_rejections += answer.rejections.len();
     o.record.rejections.extend(answer.rejections);
+    o.record.redactions.extend(answer.redactions);
     o.record.diagnosis = answer.diagnosis.or(o.record.diagnosis.take());
     Ok(answer.hint)
 }

@@ -60,6 +60,7 @@ fn wrong_multiplication_is_an_arithmetic_slip_with_the_quote() {
         FinishReason::Stop,
     );
     let i = ask(&task, &attempts, HintLevel::NUDGE);
+    assert!(!i.redactions.is_empty(), "the redaction of `9 * 2` is on record: {i:?}");
     let d = i.diagnosis.unwrap();
     assert_eq!(d.category, FailureCategory::ArithmeticSlip, "{d:?}");
     assert_eq!(d.first_wrong_step, Some(1));
@@ -175,9 +176,11 @@ fn refinement_shows_the_answer_and_feedback_but_not_the_gold() {
             previous_hints: &[],
         })
         .unwrap();
-    let h = i.hint.unwrap();
+    let h = i.hint.clone().unwrap();
     assert_eq!(h.source, HintSource::Refinement);
     assert!(h.text.contains("`27` is incorrect"), "{}", h.text);
     assert!(h.text.contains("9 * 3 = 27"));
     assert!(!h.text.contains("18"), "the right value inside the attempt is redacted: {}", h.text);
+    // The guard's outcome is on record: shown with a redaction, nothing rejected.
+    assert!(!i.redactions.is_empty() && i.rejections.is_empty(), "{:?} {:?}", i.redactions, i.rejections);
 }

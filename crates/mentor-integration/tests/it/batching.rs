@@ -262,6 +262,7 @@ impl Mentor for Picky {
                     text: "it is 7".into(),
                     reason: "leaks the answer".into(),
                 }],
+                redactions: Vec::new(),
             });
         }
         LevelMentor.intervene(r)

@@ -90,6 +90,7 @@ impl Mentor for LevelMentor {
                 source: HintSource::Mentor,
             }),
             rejections: Vec::new(),
+            redactions: Vec::new(),
         })
     }
 }
