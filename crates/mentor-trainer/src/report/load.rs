@@ -1,18 +1,24 @@
-//! Reading training-run directories (`run.json`, `metrics.jsonl`, `eval.jsonl`) into [`RunData`].
+//! Reading training-run directories (`run.json`, `metrics.jsonl`, `eval.jsonl`,
+//! `interventions.jsonl`) into [`RunData`].
 //!
-//! JSONL files are parsed line by line. A final line without a trailing newline that does not
-//! parse (a run that crashed mid-write) is silently dropped; any other malformed line is a
-//! [`ReportError::Parse`] naming the file and 1-based line number. Bare `NaN` / `Infinity`
-//! tokens (as written by Python's `json` module) and `null` floats are read as `NaN`.
+//! Every file is read as the type the trainer writes it from: `run.json` as
+//! [`RunInfo`], `metrics.jsonl` lines as [`StepRecord`], `eval.jsonl` lines as [`EvalRow`],
+//! `interventions.jsonl` lines as [`InterventionEntry`]; a field the trainer gains is read
+//! back without a copy here. JSONL files are parsed line by line. A final line without a
+//! trailing newline that does not parse (a run that crashed mid-write) is dropped; any other
+//! malformed line is a [`ReportError::Parse`] naming the file and 1-based line number.
+//! (The trainer writes with `serde_json`, which has no `NaN` tokens; a non-finite float it
+//! writes as `null` reads back only where its type is an `Option`.)
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer};
+
+pub use crate::eval::EvalRow;
+use crate::train::INTERVENTIONS_FILE;
+pub use crate::train::{InterventionEntry, RunInfo, StepRecord};
 
 use super::ReportError;
 
@@ -23,138 +29,44 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 /// File name of the evaluation results inside a run directory.
 pub const EVAL_FILE: &str = "eval.jsonl";
 
-/// One training step from `metrics.jsonl`. Float fields that are `null`, `NaN` or absent are `NaN`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct StepRow {
-    /// 0-based training step.
-    pub step: u64,
-    /// Curriculum level trained at this step, if recorded.
-    #[serde(default)]
-    pub level: Option<u32>,
-    /// Mean unhinted reward over the step's samples.
-    #[serde(default = "nan", deserialize_with = "nullable_f64")]
-    pub reward: f64,
-    /// Zero-reward fraction: share of groups in which every sample failed.
-    #[serde(default = "nan", deserialize_with = "nullable_f64")]
-    pub zrf: f64,
-    /// Number of groups at this step.
-    #[serde(default)]
-    pub groups: u64,
-    /// Groups that collapsed to all-zero reward.
-    #[serde(default)]
-    pub collapsed: u64,
-    /// Collapsed groups on which the mentor intervened with a hint.
-    #[serde(default)]
-    pub intervened: u64,
-    /// Intervened groups in which the hinted resample produced a non-zero reward.
-    #[serde(default)]
-    pub rescued: u64,
-    /// Extra rollouts spent on interventions.
-    #[serde(default)]
-    pub extra_rollouts: u64,
-    /// Hints rejected by the leakage guard.
-    #[serde(default)]
-    pub guard_rejections: u64,
-    /// Training loss.
-    #[serde(default = "nan", deserialize_with = "nullable_f64")]
-    pub loss: f64,
-    /// Gradient norm.
-    #[serde(default = "nan", deserialize_with = "nullable_f64")]
-    pub grad_norm: f64,
-    /// Wall-clock seconds spent on the step.
-    #[serde(default = "nan", deserialize_with = "nullable_f64")]
-    pub seconds: f64,
-    /// Hint levels used at this step and how often (keys are levels as strings).
-    #[serde(default)]
-    pub levels_used: BTreeMap<String, u64>,
-}
-
-/// One (evaluation step, level) row from `eval.jsonl`. Evaluation is unhinted; pass@1 is greedy.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct EvalRow {
-    /// Training step at which the evaluation ran.
-    pub step: u64,
-    /// Curriculum level evaluated.
-    pub level: u32,
-    /// Number of evaluation problems.
-    #[serde(default)]
-    pub n: u64,
-    /// Greedy unhinted pass@1 (`NaN` when missing).
-    #[serde(default = "nan", deserialize_with = "nullable_f64")]
-    pub pass1: f64,
-    /// `k` of pass@k, if recorded.
-    #[serde(default)]
-    pub k: Option<u32>,
-    /// Unhinted pass@k (`NaN` when missing).
-    #[serde(default = "nan", deserialize_with = "nullable_f64")]
-    pub passk: f64,
-}
-
 /// Everything the report needs from one run directory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunData {
     /// The run directory.
     pub dir: PathBuf,
-    /// Run name, e.g. `mentor-s0`.
-    pub name: String,
-    /// Experiment arm, e.g. `mentor`, `vanilla`.
-    pub arm: String,
-    /// Seed of the run.
-    pub seed: u64,
-    /// Preset name, if recorded.
-    pub preset: Option<String>,
-    /// Step at which the curriculum jumps to the hard level (curriculum runs only).
-    pub jump_step: Option<u64>,
-    /// Level trained after the jump (curriculum runs only).
-    pub hard_level: Option<u32>,
+    /// What `run.json` says: name, arm (a string, so that runs of arms this build does not
+    /// know still load), seed, preset, curriculum jump.
+    pub info: RunInfo,
     /// Training steps, strictly increasing in `step`.
-    pub steps: Vec<StepRow>,
+    pub steps: Vec<StepRecord>,
     /// Evaluation rows in file order.
     pub evals: Vec<EvalRow>,
+    /// Interventions in file order (none for arms that give no hints, or when the run has no
+    /// `interventions.jsonl`).
+    pub interventions: Vec<InterventionEntry>,
 }
 
-#[derive(Deserialize)]
-struct RunMeta {
-    name: String,
-    arm: String,
-    seed: u64,
-    #[serde(default)]
-    preset: Option<String>,
-    #[serde(default)]
-    jump_step: Option<u64>,
-    #[serde(default)]
-    hard_level: Option<u32>,
-}
-
-fn nan() -> f64 {
-    f64::NAN
-}
-
-fn nullable_f64<'de, D: Deserializer<'de>>(de: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(de)?.unwrap_or(f64::NAN))
-}
-
-/// Loads one run directory. `run.json` and `metrics.jsonl` are required; a missing
-/// `eval.jsonl` (run interrupted before its first evaluation) yields no eval rows.
+/// Loads one run directory. `run.json` is required; a run that has not finished a step yet
+/// (no `metrics.jsonl`, no `eval.jsonl`) and an arm that gives no hints (no
+/// `interventions.jsonl`) load with no rows of that kind.
 pub fn load_run(dir: &Path) -> Result<RunData, ReportError> {
-    let meta = load_meta(&dir.join(RUN_FILE))?;
+    let info = load_info(&dir.join(RUN_FILE))?;
     // A run that has not finished its first step yet has no metrics (nor evaluations): it is
     // a run with no rows, not an error that would sink the report of every other run.
     let metrics_path = dir.join(METRICS_FILE);
-    let steps = read_jsonl_if_present::<StepRow>(&metrics_path)?;
+    let steps = read_jsonl_if_present::<StepRecord>(&metrics_path)?;
     check_increasing(&metrics_path, &steps)?;
-    let evals = read_jsonl_if_present::<EvalRow>(&dir.join(EVAL_FILE))?;
     Ok(RunData {
         dir: dir.to_path_buf(),
-        name: meta.name,
-        arm: meta.arm,
-        seed: meta.seed,
-        preset: meta.preset,
-        jump_step: meta.jump_step,
-        hard_level: meta.hard_level,
-        steps: steps.into_iter().map(|(_, row)| row).collect(),
-        evals: evals.into_iter().map(|(_, row)| row).collect(),
+        info,
+        steps: rows(steps),
+        evals: rows(read_jsonl_if_present::<EvalRow>(&dir.join(EVAL_FILE))?),
+        interventions: rows(read_jsonl_if_present::<InterventionEntry>(&dir.join(INTERVENTIONS_FILE))?),
     })
+}
+
+fn rows<T>(numbered: Vec<(usize, T)>) -> Vec<T> {
+    numbered.into_iter().map(|(_, row)| row).collect()
 }
 
 /// Loads every immediate subdirectory of `root` that contains a `run.json`, sorted by path.
@@ -171,10 +83,9 @@ pub fn load_runs_under(root: &Path) -> Result<Vec<RunData>, ReportError> {
     dirs.iter().map(|d| load_run(d)).collect()
 }
 
-fn load_meta(path: &Path) -> Result<RunMeta, ReportError> {
+fn load_info(path: &Path) -> Result<RunInfo, ReportError> {
     let bytes = fs::read(path).map_err(|source| ReportError::Io { path: path.to_path_buf(), source })?;
-    let text = String::from_utf8_lossy(&bytes);
-    serde_json::from_str(&sanitize_non_finite(&text)).map_err(|e| ReportError::Parse {
+    serde_json::from_slice(&bytes).map_err(|e| ReportError::Parse {
         path: path.to_path_buf(),
         line: e.line(),
         message: e.to_string(),
@@ -215,10 +126,10 @@ fn parse_line<T: DeserializeOwned>(raw: &[u8]) -> Result<Option<T>, String> {
     if text.is_empty() {
         return Ok(None);
     }
-    serde_json::from_str(&sanitize_non_finite(text)).map(Some).map_err(|e| e.to_string())
+    serde_json::from_str(text).map(Some).map_err(|e| e.to_string())
 }
 
-fn check_increasing(path: &Path, steps: &[(usize, StepRow)]) -> Result<(), ReportError> {
+fn check_increasing(path: &Path, steps: &[(usize, StepRecord)]) -> Result<(), ReportError> {
     for pair in steps.windows(2) {
         let ((_, prev), (line, row)) = (&pair[0], &pair[1]);
         if row.step <= prev.step {
@@ -232,55 +143,15 @@ fn check_increasing(path: &Path, steps: &[(usize, StepRow)]) -> Result<(), Repor
     Ok(())
 }
 
-/// Replaces bare `NaN`, `Infinity` and `-Infinity` tokens outside JSON strings with `null`.
-fn sanitize_non_finite(text: &str) -> Cow<'_, str> {
-    if !text.contains("NaN") && !text.contains("Infinity") {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let (mut in_string, mut escaped, mut copied, mut i) = (false, false, 0, 0);
-    let bytes = text.as_bytes();
-    while i < bytes.len() {
-        let b = bytes[i];
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-        } else if b == b'"' {
-            in_string = true;
-        } else if let Some(token) =
-            ["-Infinity", "Infinity", "NaN"].iter().find(|t| text[i..].starts_with(**t))
-        {
-            out.push_str(&text[copied..i]);
-            out.push_str("null");
-            i += token.len();
-            copied = i;
-            continue;
-        }
-        i += 1;
-    }
-    out.push_str(&text[copied..]);
-    Cow::Owned(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixtures::{self, eval, intervention, mentor, metrics_jsonl, step};
+    use mentor_core::FailureCategory;
 
-    const RUN: &str = r#"{"name": "mentor-s0", "arm": "mentor", "seed": 0, "preset": "demo", "jump_step": 20, "hard_level": 4}"#;
-
-    fn step_line(step: u64, reward: f64) -> String {
-        format!(
-            r#"{{"step":{step},"level":2,"reward":{reward},"zrf":0.25,"groups":8,"collapsed":2,"intervened":2,"rescued":1,"extra_rollouts":16,"guard_rejections":0,"loss":0.01,"grad_norm":0.3,"seconds":0.9,"levels_used":{{"3":2}},"future_field":[1,2]}}"#
-        )
-    }
-
-    fn write_dir(run: &str, metrics: &str, eval: Option<&str>) -> tempfile::TempDir {
+    fn write_dir(info: &RunInfo, metrics: &str, eval: Option<&str>) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(RUN_FILE), run).unwrap();
+        fs::write(dir.path().join(RUN_FILE), serde_json::to_string(info).unwrap()).unwrap();
         fs::write(dir.path().join(METRICS_FILE), metrics).unwrap();
         if let Some(eval) = eval {
             fs::write(dir.path().join(EVAL_FILE), eval).unwrap();
@@ -288,52 +159,78 @@ mod tests {
         dir
     }
 
-    #[test]
-    fn loads_good_dir_and_ignores_unknown_fields() {
-        let metrics = format!("{}\n{}\n", step_line(0, 0.41), step_line(1, 0.5));
-        let eval = "{\"step\":20,\"level\":4,\"n\":200,\"pass1\":0.05,\"k\":4,\"passk\":0.12,\"x\":1}\n";
-        let dir = write_dir(RUN, &metrics, Some(eval));
-        let run = load_run(dir.path()).unwrap();
-        assert_eq!((run.name.as_str(), run.arm.as_str(), run.seed), ("mentor-s0", "mentor", 0));
-        assert_eq!((run.jump_step, run.hard_level, run.preset.as_deref()), (Some(20), Some(4), Some("demo")));
-        assert_eq!(run.steps.len(), 2);
-        assert_eq!(run.steps[1].step, 1);
-        assert_eq!(run.steps[0].reward, 0.41);
-        assert_eq!(run.steps[0].intervened, 2);
-        assert_eq!(run.steps[0].levels_used.get("3"), Some(&2));
-        assert_eq!(run.evals.len(), 1);
-        assert_eq!((run.evals[0].level, run.evals[0].k, run.evals[0].passk), (4, Some(4), 0.12));
+    fn info() -> RunInfo {
+        fixtures::info(mentor(), 0, Some(20))
     }
 
     #[test]
-    fn null_curriculum_fields_and_missing_eval_file() {
-        let run_json = r#"{"name": "v-s1", "arm": "vanilla", "seed": 1, "jump_step": null}"#;
-        let dir = write_dir(run_json, "", None);
+    fn reads_back_what_the_trainer_wrote() {
+        let mut untrained = step(1, 0.0, 1.0, 0, 0);
+        untrained.update = None; // no rows to train on: no loss, no grad norm
+        let steps = vec![step(0, 0.375, 0.25, 2, 1), untrained];
+        let evals = vec![eval(20, 4, 0.0625, Some(0.125)), eval(20, 2, 0.5, None)];
+        let entries = vec![
+            intervention(0, "curriculum/4/17", Some(FailureCategory::ArithmeticSlip), &[1, 2], true),
+            intervention(0, "curriculum/4/3", None, &[], false),
+        ];
+        let dir = write_dir(&info(), &metrics_jsonl(&steps), Some(&fixtures::eval_jsonl(&evals)));
+        fs::write(dir.path().join(INTERVENTIONS_FILE), fixtures::interventions_jsonl(&entries)).unwrap();
         let run = load_run(dir.path()).unwrap();
-        assert_eq!((run.jump_step, run.hard_level), (None, None));
-        assert!(run.steps.is_empty() && run.evals.is_empty());
+        assert_eq!(run.info, info());
+        assert_eq!(run.steps, steps);
+        assert_eq!(run.evals, evals);
+        assert_eq!(run.interventions, entries);
     }
 
     #[test]
-    fn trailing_partial_line_is_ignored() {
-        let metrics = format!("{}\n{}\n{{\"step\":2,\"lev", step_line(0, 0.1), step_line(1, 0.2));
-        let dir = write_dir(RUN, &metrics, Some("{\"step\":0,\"level\":1,\"pa"));
+    fn the_metrics_line_is_the_libraries_structs_flattened() {
+        // What a reader of metrics.jsonl (and of this report) relies on: the keys of the
+        // plug-in's and GRPO's metric structs at the top level of a line.
+        let line: serde_json::Value =
+            serde_json::from_str(&metrics_jsonl(&[step(0, 0.5, 0.25, 1, 0)])).unwrap();
+        for key in ["step", "level", "mean_reward", "zrf", "zero_std_frac", "intervened", "loss", "grad_norm"]
+        {
+            assert!(line.get(key).is_some(), "{key} missing from {line}");
+        }
+        assert!(line.get("reward").is_none(), "the mean unhinted reward is `mean_reward`");
+    }
+
+    #[test]
+    fn runs_without_evaluations_or_interventions_load_empty() {
+        let vanilla = fixtures::info(fixtures::vanilla(), 1, None);
+        let dir = write_dir(&vanilla, "", None);
         let run = load_run(dir.path()).unwrap();
-        assert_eq!(run.steps.len(), 2);
-        assert!(run.evals.is_empty());
+        assert_eq!((run.info.jump_step, run.info.hard_level), (None, None));
+        assert!(run.steps.is_empty() && run.evals.is_empty() && run.interventions.is_empty());
+    }
+
+    #[test]
+    fn torn_last_line_is_dropped() {
+        let steps = [step(0, 0.125, 0.5, 0, 0), step(1, 0.25, 0.5, 0, 0), step(2, 0.5, 0.5, 0, 0)];
+        let whole = metrics_jsonl(&steps);
+        // The run crashed while writing step 2's line: a prefix of it, no newline.
+        let torn = &whole[..whole.len() - 40];
+        let eval_line = fixtures::eval_jsonl(&[eval(0, 1, 0.5, None)]);
+        let dir = write_dir(&info(), torn, Some(&eval_line[..eval_line.len() / 2]));
+        let entries = fixtures::interventions_jsonl(&[intervention(0, "t", None, &[1], false)]);
+        fs::write(dir.path().join(INTERVENTIONS_FILE), &entries[..entries.len() - 10]).unwrap();
+        let run = load_run(dir.path()).unwrap();
+        assert_eq!(run.steps, steps[..2]);
+        assert!(run.evals.is_empty() && run.interventions.is_empty());
     }
 
     #[test]
     fn complete_final_line_without_newline_is_kept() {
-        let metrics = format!("{}\n{}", step_line(0, 0.1), step_line(1, 0.2));
-        let dir = write_dir(RUN, &metrics, None);
+        let metrics = metrics_jsonl(&[step(0, 0.125, 0.5, 0, 0), step(1, 0.25, 0.5, 0, 0)]);
+        let dir = write_dir(&info(), metrics.trim_end(), None);
         assert_eq!(load_run(dir.path()).unwrap().steps.len(), 2);
     }
 
     #[test]
     fn bad_middle_line_names_file_and_line() {
-        let metrics = format!("{}\n\n{{not json}}\n{}\n", step_line(0, 0.1), step_line(1, 0.2));
-        let dir = write_dir(RUN, &metrics, None);
+        let [a, b] = [step(0, 0.125, 0.5, 0, 0), step(1, 0.25, 0.5, 0, 0)].map(|s| metrics_jsonl(&[s]));
+        let metrics = format!("{a}\n{{not json}}\n{b}");
+        let dir = write_dir(&info(), &metrics, None);
         match load_run(dir.path()) {
             Err(ReportError::Parse { path, line, .. }) => {
                 assert_eq!(path, dir.path().join(METRICS_FILE));
@@ -342,30 +239,41 @@ mod tests {
             other => panic!("expected parse error, got {other:?}"),
         }
         let err = load_run(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("metrics.jsonl") && err.contains(":3"), "{err}");
+        assert!(err.contains("metrics.jsonl:3:"), "{err}");
+    }
+
+    #[test]
+    fn a_line_of_another_format_is_an_error_naming_it() {
+        // A metrics line of the format before `mean_reward` and the step timings: not read as
+        // zeros but refused, with the file, the line and the missing field.
+        let old = r#"{"step":0,"level":2,"reward":0.5,"zrf":0.25,"groups":8,"collapsed":2,"intervened":2,"rescued":1,"loss":0.01,"grad_norm":0.3,"seconds":0.9}"#;
+        let dir = write_dir(&info(), &format!("{old}\n{old}\n"), None);
+        let err = load_run(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("metrics.jsonl:1:") && err.contains("sample_seconds"), "{err}");
     }
 
     #[test]
     fn partial_line_followed_by_newline_is_an_error() {
-        let metrics = format!("{}\n{{\"step\":1,\"lev\n", step_line(0, 0.1));
-        let dir = write_dir(RUN, &metrics, None);
+        let good = metrics_jsonl(&[step(0, 0.125, 0.5, 0, 0)]);
+        let metrics = format!("{good}{}\n", &good[..good.len() / 2]);
+        let dir = write_dir(&info(), &metrics, None);
         assert!(matches!(load_run(dir.path()), Err(ReportError::Parse { line: 2, .. })));
+    }
+
+    #[test]
+    fn bad_intervention_line_names_its_file() {
+        let dir = write_dir(&info(), "", None);
+        let good = fixtures::interventions_jsonl(&[intervention(0, "t", None, &[1], false)]);
+        fs::write(dir.path().join(INTERVENTIONS_FILE), format!("{good}{{\"step\":1}}\n{good}")).unwrap();
+        let err = load_run(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("interventions.jsonl:2:"), "{err}");
     }
 
     #[test]
     fn non_increasing_steps_are_an_error() {
-        let metrics = format!("{}\n{}\n", step_line(3, 0.1), step_line(3, 0.2));
-        let dir = write_dir(RUN, &metrics, None);
+        let metrics = metrics_jsonl(&[step(3, 0.125, 0.5, 0, 0), step(3, 0.25, 0.5, 0, 0)]);
+        let dir = write_dir(&info(), &metrics, None);
         assert!(matches!(load_run(dir.path()), Err(ReportError::Parse { line: 2, .. })));
-    }
-
-    #[test]
-    fn nan_tokens_and_nulls_become_nan() {
-        let metrics = "{\"step\":0,\"reward\":NaN,\"zrf\":null,\"loss\":-Infinity,\"note\":\"NaN\"}\n";
-        let dir = write_dir(RUN, metrics, None);
-        let row = &load_run(dir.path()).unwrap().steps[0];
-        assert!(row.reward.is_nan() && row.zrf.is_nan() && row.loss.is_nan() && row.grad_norm.is_nan());
-        assert_eq!(sanitize_non_finite(r#"{"a":"NaN \" NaN","b":NaN}"#), r#"{"a":"NaN \" NaN","b":null}"#);
     }
 
     #[test]
@@ -380,15 +288,12 @@ mod tests {
     #[test]
     fn load_runs_under_finds_run_dirs_sorted() {
         let root = tempfile::tempdir().unwrap();
-        for (sub, seed) in [("b", 1), ("a", 0)] {
-            let d = root.path().join(sub);
-            fs::create_dir(&d).unwrap();
-            let meta = format!(r#"{{"name":"m-s{seed}","arm":"mentor","seed":{seed}}}"#);
-            fs::write(d.join(RUN_FILE), meta).unwrap();
-            fs::write(d.join(METRICS_FILE), step_line(0, 0.5)).unwrap();
+        for seed in [1, 0] {
+            let run = fixtures::run(mentor(), seed, None, vec![step(0, 0.5, 0.5, 0, 0)], vec![]);
+            fixtures::write_run_dir(root.path(), &run);
         }
         fs::create_dir(root.path().join("not-a-run")).unwrap();
         let runs = load_runs_under(root.path()).unwrap();
-        assert_eq!(runs.iter().map(|r| r.seed).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(runs.iter().map(|r| r.info.seed).collect::<Vec<_>>(), vec![0, 1]);
     }
 }

@@ -1,10 +1,16 @@
 //! Markdown + SVG reports over MENTOR training-run directories.
 //!
-//! [`load_run`] reads one run directory; [`write_report`] turns a set of runs into `report.md`
-//! plus SVG plots (`reward.svg`, `zrf.svg`, `interventions.svg`, `eval_level_<L>.svg`) in an
-//! output directory. Every file is written atomically (temp file in the same directory, then
-//! rename).
+//! [`load_run`] reads one run directory as the trainer's own record types
+//! ([`crate::train::StepRecord`], [`crate::eval::EvalRow`], [`crate::train::InterventionEntry`]);
+//! [`write_report`] turns a set of runs into `report.md` (per-run and per-arm tables, training
+//! dynamics, the hints of each hint-giving arm) plus SVG plots (`reward.svg`, `zrf.svg`,
+//! `interventions.svg`, one per recorded training-dynamics number such as `grad_norm.svg`,
+//! `eval_level_<L>.svg`) in an output directory. Every file is written atomically (temp file
+//! in the same directory, then rename).
 
+#[cfg(test)]
+mod fixtures;
+mod hints;
 mod load;
 mod markdown;
 mod plot;
@@ -13,9 +19,14 @@ mod stats;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub use load::{load_run, load_runs_under, EvalRow, RunData, StepRow, EVAL_FILE, METRICS_FILE, RUN_FILE};
+pub use hints::{hint_tables, ArmHints, HintCell, HintExample, EXAMPLES_PER_CELL, NO_DIAGNOSIS};
+pub use load::{load_run, load_runs_under, RunData, EVAL_FILE, METRICS_FILE, RUN_FILE};
+pub use markdown::text_cell;
 pub use plot::{arm_color, SMOOTH_WINDOW};
-pub use stats::{aggregate, arm_order, arm_table, run_stats, Agg, ArmRow, FinalEval, RunStats, KNOWN_ARMS};
+pub use stats::{
+    aggregate, arm_order, arm_table, post_jump_mean, run_stats, Agg, ArmRow, FinalEval, RunStats, StepMetric,
+    DYNAMICS, REWARD, ZRF,
+};
 
 /// Name of the Markdown file written by [`write_report`].
 pub const REPORT_FILE: &str = "report.md";
@@ -61,6 +72,8 @@ pub struct ReportSummary {
     pub runs: usize,
     /// Per-arm aggregates (same numbers as the report's per-arm table).
     pub table: Vec<ArmRow>,
+    /// The hint tables of the arms that recorded interventions (same as the report's).
+    pub hints: Vec<ArmHints>,
 }
 
 /// Writes `report.md` and the SVG plots for `runs` into `out_dir` (created if needed).
@@ -73,6 +86,7 @@ pub fn write_report(runs: &[RunData], out_dir: &Path, title: &str) -> Result<Rep
     ordered.sort_by_key(|r| stats::run_order(r));
     let per_run: Vec<RunStats> = ordered.iter().map(|r| run_stats(r)).collect();
     let table = arm_table(&per_run);
+    let hints = hint_tables(&ordered);
 
     let mut plots = Vec::new();
     let mut links = Vec::new();
@@ -83,9 +97,9 @@ pub fn write_report(runs: &[RunData], out_dir: &Path, title: &str) -> Result<Rep
         plots.push(path);
     }
     let markdown_path = out_dir.join(REPORT_FILE);
-    let text = markdown::render(title, &per_run, &table, &links);
+    let text = markdown::render(title, &per_run, &table, &hints, &links);
     write_atomic(&markdown_path, text.as_bytes())?;
-    Ok(ReportSummary { markdown: markdown_path, plots, runs: runs.len(), table })
+    Ok(ReportSummary { markdown: markdown_path, plots, runs: runs.len(), table, hints })
 }
 
 /// Writes `bytes` to `path` atomically ([`crate::jsonl::write_atomic`]: a temp file in the
@@ -102,75 +116,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Arm;
+    use crate::train::{StepRecord, INTERVENTIONS_FILE};
+    use fixtures::{eval, intervention, mentor, run, step, vanilla, write_run_dir};
+    use mentor_core::FailureCategory;
 
-    fn step(step: u64, reward: f64, zrf: f64, intervened: u64, rescued: u64) -> StepRow {
-        StepRow {
-            step,
-            level: Some(2),
-            reward,
-            zrf,
-            groups: 8,
-            collapsed: intervened,
-            intervened,
-            rescued,
-            extra_rollouts: 0,
-            guard_rejections: 0,
-            loss: 0.0,
-            grad_norm: 0.0,
-            seconds: 1.0,
-            levels_used: Default::default(),
-        }
-    }
-
-    fn eval(step: u64, level: u32, pass1: f64, passk: f64) -> EvalRow {
-        EvalRow { step, level, n: 100, pass1, k: Some(4), passk }
-    }
-
-    fn run(arm: &str, seed: u64, rewards: &[f64], evals: Vec<EvalRow>) -> RunData {
-        RunData {
-            dir: PathBuf::from(format!("/runs/{arm}-s{seed}")),
-            name: format!("{arm}-s{seed}"),
-            arm: arm.to_string(),
-            seed,
-            preset: None,
-            jump_step: Some(2),
-            hard_level: Some(4),
-            steps: rewards.iter().enumerate().map(|(i, r)| step(i as u64, *r, 1.0 - r, 2, 1)).collect(),
-            evals,
-        }
-    }
-
-    fn write_run_dir(root: &Path, arm: &str, seed: u64, rewards: &[f64], pass1: f64) -> PathBuf {
-        let dir = root.join(format!("{arm}-s{seed}"));
-        fs::create_dir_all(&dir).unwrap();
-        let meta = format!(
-            r#"{{"name":"{arm}-s{seed}","arm":"{arm}","seed":{seed},"preset":"demo","jump_step":2,"hard_level":4}}"#
-        );
-        fs::write(dir.join(RUN_FILE), meta).unwrap();
-        let mut metrics = String::new();
-        for (i, r) in rewards.iter().enumerate() {
-            metrics.push_str(&format!(
-                "{{\"step\":{i},\"level\":4,\"reward\":{r},\"zrf\":0.5,\"groups\":8,\"collapsed\":4,\"intervened\":4,\"rescued\":{seed_plus},\"extra\":true}}\n",
-                seed_plus = seed + 1
-            ));
-        }
-        metrics.push_str("{\"step\":99,\"rew"); // crashed mid-write
-        fs::write(dir.join(METRICS_FILE), metrics).unwrap();
-        let eval = format!(
-            "{{\"step\":0,\"level\":4,\"n\":50,\"pass1\":0.0,\"k\":4,\"passk\":0.0}}\n\
-             {{\"step\":3,\"level\":2,\"n\":50,\"pass1\":0.9,\"k\":4,\"passk\":1.0}}\n\
-             {{\"step\":3,\"level\":4,\"n\":50,\"pass1\":{pass1},\"k\":4,\"passk\":0.5}}\n"
-        );
-        fs::write(dir.join(EVAL_FILE), eval).unwrap();
-        dir
+    /// A mentor run of 4 steps (jump at 2): rewards as given, ZRF 0.5, 4 interventions per
+    /// step of which `seed + 1` rescued; final pass@1 at level 4 `pass1`.
+    fn mentor_run(seed: u64, rewards: &[f64], pass1: f64) -> RunData {
+        let steps = rewards.iter().enumerate().map(|(i, r)| step(i, *r, 0.5, 4, seed as usize + 1)).collect();
+        let evals =
+            vec![eval(0, 4, 0.0, Some(0.0)), eval(3, 2, 0.9, Some(1.0)), eval(3, 4, pass1, Some(0.5))];
+        run(mentor(), seed, Some(2), steps, evals)
     }
 
     #[test]
     fn a_run_without_metrics_does_not_sink_the_report() {
         let root = tempfile::tempdir().unwrap();
-        write_run_dir(root.path(), "mentor", 0, &[0.9, 0.9, 0.2, 0.4], 0.1);
+        write_run_dir(root.path(), &mentor_run(0, &[0.9, 0.9, 0.2, 0.4], 0.1));
         // Started, not one step done: run.json only.
-        let young = write_run_dir(root.path(), "vanilla", 0, &[], 0.0);
+        let young = write_run_dir(root.path(), &run(vanilla(), 0, Some(2), vec![], vec![]));
         fs::remove_file(young.join(METRICS_FILE)).unwrap();
         fs::remove_file(young.join(EVAL_FILE)).unwrap();
         let runs = load_runs_under(root.path()).unwrap();
@@ -179,20 +144,29 @@ mod tests {
         assert_eq!(summary.runs, 2);
         let md = fs::read_to_string(&summary.markdown).unwrap();
         assert!(md.contains("vanilla-s0") && md.contains("mentor-s0"), "{md}");
+        assert!(!md.contains("## Hints"), "no interventions on record, no hint section: {md}");
     }
 
     #[test]
     fn end_to_end_from_run_dirs() {
         let root = tempfile::tempdir().unwrap();
         // Post-jump (steps 2,3) rewards: seed 0 → (0.2+0.4)/2 = 0.3, seed 1 → (0.6+0.8)/2 = 0.7.
-        write_run_dir(root.path(), "mentor", 0, &[0.9, 0.9, 0.2, 0.4], 0.1);
-        write_run_dir(root.path(), "mentor", 1, &[0.0, 0.0, 0.6, 0.8], 0.3);
+        let mut s0 = mentor_run(0, &[0.9, 0.9, 0.2, 0.4], 0.1);
+        s0.interventions = vec![
+            intervention(2, "curriculum/4/17", Some(FailureCategory::ArithmeticSlip), &[1], true),
+            intervention(3, "curriculum/4/5", Some(FailureCategory::ArithmeticSlip), &[1, 2], false),
+        ];
+        let dir0 = write_run_dir(root.path(), &s0);
+        // Crashed mid-write: a torn line at the end of metrics.jsonl.
+        let mut metrics = fs::OpenOptions::new().append(true).open(dir0.join(METRICS_FILE)).unwrap();
+        std::io::Write::write_all(&mut metrics, b"{\"step\":4,\"level\":4,\"gro").unwrap();
+        write_run_dir(root.path(), &mentor_run(1, &[0.0, 0.0, 0.6, 0.8], 0.3));
         let runs = load_runs_under(root.path()).unwrap();
         assert_eq!(runs.iter().map(|r| r.steps.len()).collect::<Vec<_>>(), [4, 4]);
         let out = root.path().join("report");
         let summary = write_report(&runs, &out, "E2E").unwrap();
         let md = fs::read_to_string(&summary.markdown).unwrap();
-        // seed 0: 16 interventions, 4 rescues → 0.25; seed 1: 16, 8 → 0.5.
+        // seed 0: 16 interventions, 4 rescues → 0.25; seed 1: 16, 8 → 0.5. ZRF 0.5 throughout.
         assert!(
             md.contains(
                 "| mentor-s0 | mentor | 0 | 4 | 0.300 | 0.500 | 16 | 4 | 0.250 | 3 | 4 | 0.100 | 4 | 0.500 |"
@@ -213,6 +187,21 @@ mod tests {
             ),
             "{md}"
         );
+        // Dynamics: the fixture's steps all trained, zero-std 0.5, no KL, entropy 1.5, grad norm
+        // 0.75, clip ratio 0.125, 20 tokens, no non-finite update, 1 s a step.
+        assert!(
+            md.contains("| mentor-s0 | 4 / 4 | 0.500 | – | 1.500 | 0.750 | 0.125 | 20.000 | 0 | 1.000 |"),
+            "{md}"
+        );
+        // Hints: seed 0's two interventions; level 1 tried by both, rescued once; level 2 once, not.
+        assert_eq!(summary.hints.len(), 1);
+        assert!(
+            md.contains("2 interventions, 1 rescued (rescue rate 0.500), 2 hints rejected by the guard."),
+            "{md}"
+        );
+        assert!(md.contains("| 1 | `arithmetic_slip` | 2 | 1 | 0.500 |"), "{md}");
+        assert!(md.contains("| 2 | `arithmetic_slip` | 1 | 0 | 0.000 |"), "{md}");
+        assert!(md.contains("| mentor-s0 | 2 | `curriculum/4/17` | 41; 41; (no answer) |"), "{md}");
         let p1 = summary.table[0].pass1.unwrap();
         assert!((p1.mean - 0.2).abs() < 1e-12 && p1.min == 0.1 && p1.max == 0.3);
         assert!(
@@ -225,6 +214,22 @@ mod tests {
     }
 
     #[test]
+    fn arms_without_interventions_file_have_no_hint_section() {
+        let root = tempfile::tempdir().unwrap();
+        let mut m = mentor_run(0, &[0.0, 0.0, 0.0, 0.0], 0.0);
+        m.interventions = vec![intervention(1, "t", None, &[2], true)];
+        write_run_dir(root.path(), &m);
+        let dapo = run(Arm::Dapo.name(), 0, Some(2), vec![step(0, 0.5, 0.5, 0, 0)], vec![]);
+        let dapo_dir = write_run_dir(root.path(), &dapo);
+        assert!(!dapo_dir.join(INTERVENTIONS_FILE).exists());
+        let runs = load_runs_under(root.path()).unwrap();
+        let summary = write_report(&runs, &root.path().join("report"), "t").unwrap();
+        assert_eq!(summary.hints.iter().map(|h| h.arm.as_str()).collect::<Vec<_>>(), [mentor()]);
+        let md = fs::read_to_string(&summary.markdown).unwrap();
+        assert!(md.contains("### mentor") && !md.contains("### dapo"), "{md}");
+    }
+
+    #[test]
     fn empty_input_is_no_runs() {
         let out = tempfile::tempdir().unwrap();
         assert!(matches!(write_report(&[], out.path(), "t"), Err(ReportError::NoRuns)));
@@ -234,10 +239,25 @@ mod tests {
     fn writes_report_plots_and_no_temp_files() {
         let out = tempfile::tempdir().unwrap();
         let target = out.path().join("nested/report");
+        let steps = |rewards: &[f64]| -> Vec<StepRecord> {
+            rewards.iter().enumerate().map(|(i, r)| step(i, *r, 1.0 - r, 2, 1)).collect()
+        };
         let runs = vec![
-            run("mentor", 0, &[0.0, 0.1, 0.2, 0.4], vec![eval(2, 4, 0.1, 0.2), eval(3, 4, 0.3, 0.5)]),
-            run("mentor", 1, &[0.0, 0.1, 0.6, 0.8], vec![eval(3, 4, 0.5, 0.7), eval(3, 2, 0.9, 0.9)]),
-            run("vanilla", 0, &[0.0, 0.0, 0.0], vec![eval(3, 4, 0.0, 0.1)]),
+            run(
+                mentor(),
+                0,
+                Some(2),
+                steps(&[0.0, 0.1, 0.2, 0.4]),
+                vec![eval(2, 4, 0.1, Some(0.2)), eval(3, 4, 0.3, Some(0.5))],
+            ),
+            run(
+                mentor(),
+                1,
+                Some(2),
+                steps(&[0.0, 0.1, 0.6, 0.8]),
+                vec![eval(3, 4, 0.5, Some(0.7)), eval(3, 2, 0.9, Some(0.9))],
+            ),
+            run(vanilla(), 0, Some(2), steps(&[0.0, 0.0, 0.0]), vec![eval(3, 4, 0.0, Some(0.1))]),
         ];
         let summary = write_report(&runs, &target, "Demo").unwrap();
         assert_eq!(summary.runs, 3);
@@ -246,7 +266,18 @@ mod tests {
             summary.plots.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(
             names,
-            ["reward.svg", "zrf.svg", "interventions.svg", "eval_level_2.svg", "eval_level_4.svg"]
+            [
+                "reward.svg",
+                "zrf.svg",
+                "interventions.svg",
+                "zero_std.svg",
+                "entropy.svg",
+                "grad_norm.svg",
+                "clip_ratio.svg",
+                "completion_length.svg",
+                "eval_level_2.svg",
+                "eval_level_4.svg"
+            ]
         );
         for p in summary.plots.iter().chain([&summary.markdown]) {
             assert!(fs::metadata(p).unwrap().len() > 0, "{}", p.display());
@@ -255,6 +286,10 @@ mod tests {
         for name in &names {
             assert!(md.contains(&format!("]({name})")), "missing link to {name}");
         }
+        assert!(
+            md.contains("- `grad_norm.svg`: ") && !md.contains("`kl.svg`"),
+            "notes for the plots drawn: {md}"
+        );
         let mut entries: Vec<String> = fs::read_dir(&target)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -264,18 +299,26 @@ mod tests {
         expected.push(REPORT_FILE.to_string());
         expected.sort();
         assert_eq!(entries, expected, "unexpected (temp?) files in output dir");
-        // Arms ordered canonically: vanilla before mentor.
-        assert_eq!(summary.table.iter().map(|a| a.arm.as_str()).collect::<Vec<_>>(), ["vanilla", "mentor"]);
+        // Arms ordered as the enum lists them: vanilla before mentor.
+        assert_eq!(summary.table.iter().map(|a| a.arm.as_str()).collect::<Vec<_>>(), [vanilla(), mentor()]);
     }
 
     #[test]
     fn zero_step_runs_do_not_break_the_report() {
         let out = tempfile::tempdir().unwrap();
-        let runs = vec![run("mentor", 0, &[], vec![]), run("odd-arm", 3, &[f64::NAN], vec![])];
+        let runs = vec![
+            run(mentor(), 0, Some(2), vec![], vec![]),
+            run("odd-arm", 3, Some(2), vec![step(0, f64::NAN, f64::NAN, 0, 0)], vec![]),
+        ];
         let summary = write_report(&runs, out.path(), "Empty").unwrap();
         let md = fs::read_to_string(&summary.markdown).unwrap();
         assert!(md.contains("| mentor-s0 | mentor | 0 | 0 | – | – |"), "{md}");
-        assert_eq!(summary.plots.len(), 3, "no eval levels → only the three training plots");
+        assert!(md.contains("| odd-arm-s3 | odd-arm | 3 | 1 | – | – |"), "{md}");
+        assert_eq!(summary.table.iter().map(|a| a.arm.as_str()).collect::<Vec<_>>(), [mentor(), "odd-arm"]);
+        assert!(
+            summary.plots.iter().all(|p| !p.ends_with("eval_level_4.svg")),
+            "no eval levels → no eval plots"
+        );
     }
 
     #[test]

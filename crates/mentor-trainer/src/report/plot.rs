@@ -8,10 +8,13 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::load::{RunData, StepRow};
+use super::load::{RunData, StepRecord};
+use super::stats::{StepMetric, DYNAMICS, REWARD, ZRF};
 use super::ReportError;
+use crate::config::Arm;
 
-/// Window (in steps) of the trailing moving average applied to reward and ZRF.
+/// Window (in steps) of the trailing moving average applied to the per-step numbers (reward,
+/// ZRF, training dynamics).
 pub const SMOOTH_WINDOW: usize = 5;
 
 const SIZE: (u32, u32) = (960, 560);
@@ -82,18 +85,25 @@ pub(crate) struct Chart {
     pub legend: SeriesLabelPosition,
 }
 
-/// Colour of an arm as RGB: vanilla grey, static_hints orange, mentor blue, dapo green,
-/// refinement purple; other arms get a stable colour from a fixed palette.
-pub fn arm_color(arm: &str) -> (u8, u8, u8) {
+/// Colour of a known arm, as RGB and in words (for the report's notes).
+pub(crate) fn known_arm_color(arm: Arm) -> ((u8, u8, u8), &'static str) {
     match arm {
-        "vanilla" => (64, 64, 64),
-        "static_hints" => (255, 127, 14),
-        "mentor" => (31, 119, 180),
-        "dapo" => (44, 160, 44),
-        "refinement" => (148, 103, 189),
-        other => {
+        Arm::Vanilla => ((64, 64, 64), "grey"),
+        Arm::StaticHints => ((255, 127, 14), "orange"),
+        Arm::Mentor => ((31, 119, 180), "blue"),
+        Arm::Dapo => ((44, 160, 44), "green"),
+        Arm::Refinement => ((148, 103, 189), "purple"),
+    }
+}
+
+/// Colour of an arm as RGB: [`known_arm_color`] for the arms of [`Arm`]; an arm this build
+/// does not know (a run directory from elsewhere) gets a stable colour from a fixed palette.
+pub fn arm_color(arm: &str) -> (u8, u8, u8) {
+    match Arm::parse(arm) {
+        Some(known) => known_arm_color(known).0,
+        None => {
             // FNV-1a: stable across runs and platforms.
-            let hash = other
+            let hash = arm
                 .bytes()
                 .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
             OTHER_PALETTE[(hash % OTHER_PALETTE.len() as u64) as usize]
@@ -102,7 +112,7 @@ pub fn arm_color(arm: &str) -> (u8, u8, u8) {
 }
 
 fn run_color(run: &RunData) -> RGBColor {
-    let (r, g, b) = arm_color(&run.arm);
+    let (r, g, b) = arm_color(&run.info.arm);
     RGBColor(r, g, b)
 }
 
@@ -139,19 +149,22 @@ fn finite_points(points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
 }
 
 fn markers(runs: &[&RunData]) -> Vec<u64> {
-    let mut m: Vec<u64> = runs.iter().filter_map(|r| r.jump_step).collect();
+    let mut m: Vec<u64> = runs.iter().filter_map(|r| r.info.jump_step).map(|s| s as u64).collect();
     m.sort_unstable();
     m.dedup();
     m
 }
 
-/// All charts of a report, in link order: reward, ZRF, interventions, then one per eval level.
+/// All charts of a report, in link order: reward, ZRF, interventions, the training dynamics
+/// ([`DYNAMICS`]) some run recorded, then one per eval level.
 pub(crate) fn all_charts(runs: &[&RunData]) -> Vec<Chart> {
-    let mut charts = vec![
-        training_chart(runs, "reward.svg", "Mean unhinted training reward", "mean reward", |s| s.reward),
-        training_chart(runs, "zrf.svg", "Zero-reward fraction (ZRF)", "ZRF", |s| s.zrf),
-        interventions_chart(runs),
-    ];
+    let mut charts = vec![step_chart(runs, &REWARD), step_chart(runs, &ZRF), interventions_chart(runs)];
+    charts.extend(
+        DYNAMICS
+            .iter()
+            .map(|m| step_chart(runs, m))
+            .filter(|c| c.series.iter().any(|s| s.points.iter().any(plottable))),
+    );
     let mut levels: Vec<u32> = runs.iter().flat_map(|r| r.evals.iter().map(|e| e.level)).collect();
     levels.sort_unstable();
     levels.dedup();
@@ -159,28 +172,30 @@ pub(crate) fn all_charts(runs: &[&RunData]) -> Vec<Chart> {
     charts
 }
 
-fn training_chart(runs: &[&RunData], file: &str, title: &str, y: &str, f: fn(&StepRow) -> f64) -> Chart {
+/// One line per run of `metric` over the training steps, smoothed.
+fn step_chart(runs: &[&RunData], metric: &StepMetric) -> Chart {
     let series = runs
         .iter()
         .map(|r| {
-            let raw: Vec<(f64, f64)> = r.steps.iter().map(|s| (s.step as f64, f(s))).collect();
+            let raw: Vec<(f64, f64)> =
+                r.steps.iter().filter_map(|s| Some((s.step as f64, (metric.value)(s)?))).collect();
             Series {
-                label: clean_label(&r.name),
+                label: clean_label(&r.info.name),
                 color: run_color(r),
-                dash: seed_dash(r.seed),
+                dash: seed_dash(r.info.seed),
                 width: 2,
                 points: smooth(&raw, SMOOTH_WINDOW),
             }
         })
         .collect();
     Chart {
-        file_name: file.to_string(),
-        title: format!("{title} (trailing {SMOOTH_WINDOW}-step moving average)"),
+        file_name: format!("{}.svg", metric.key),
+        title: format!("{} (trailing {SMOOTH_WINDOW}-step moving average)", metric.title),
         x_label: "training step".to_string(),
-        y_label: format!("{y} (MA {SMOOTH_WINDOW})"),
+        y_label: format!("{} (MA {SMOOTH_WINDOW})", metric.label),
         series,
         markers: markers(runs),
-        y_base: (0.0, 1.0),
+        y_base: metric.y_base,
         legend: SeriesLabelPosition::UpperRight,
     }
 }
@@ -188,22 +203,23 @@ fn training_chart(runs: &[&RunData], file: &str, title: &str, y: &str, f: fn(&St
 fn interventions_chart(runs: &[&RunData]) -> Chart {
     let mut series = Vec::new();
     for r in runs {
-        let pts = |f: fn(&StepRow) -> u64| r.steps.iter().map(|s| (s.step as f64, f(s) as f64)).collect();
-        let rescue_dash = if r.seed.is_multiple_of(2) { Stroke::Dotted } else { Stroke::DashDot };
-        let name = clean_label(&r.name);
+        let pts =
+            |f: fn(&StepRecord) -> usize| r.steps.iter().map(|s| (s.step as f64, f(s) as f64)).collect();
+        let rescue_dash = if r.info.seed.is_multiple_of(2) { Stroke::Dotted } else { Stroke::DashDot };
+        let name = clean_label(&r.info.name);
         series.push(Series {
             label: format!("{name} interventions"),
             color: run_color(r),
-            dash: seed_dash(r.seed),
+            dash: seed_dash(r.info.seed),
             width: 2,
-            points: pts(|s| s.intervened),
+            points: pts(|s| s.strategy.intervened),
         });
         series.push(Series {
             label: format!("{name} rescues"),
             color: run_color(r),
             dash: rescue_dash,
             width: 1,
-            points: pts(|s| s.rescued),
+            points: pts(|s| s.strategy.rescued),
         });
     }
     Chart {
@@ -227,9 +243,9 @@ fn eval_chart(runs: &[&RunData], level: u32) -> Chart {
                 finite_points(r.evals.iter().filter(|e| e.level == level).map(|e| (e.step as f64, e.pass1)));
             rows.sort_by(|a, b| a.0.total_cmp(&b.0));
             Series {
-                label: clean_label(&r.name),
+                label: clean_label(&r.info.name),
                 color: run_color(r),
-                dash: seed_dash(r.seed),
+                dash: seed_dash(r.info.seed),
                 width: 2,
                 points: rows,
             }
@@ -271,9 +287,18 @@ fn x_range(chart: &Chart) -> (f64, f64) {
 fn y_range(chart: &Chart) -> (f64, f64) {
     let ys: Vec<f64> = chart.series.iter().flat_map(|s| plottable_points(s).map(|p| p.1)).collect();
     let lo = ys.iter().copied().fold(chart.y_base.0, f64::min);
-    let hi = ys.iter().copied().fold(chart.y_base.1, f64::max);
+    let mut hi = ys.iter().copied().fold(chart.y_base.1, f64::max);
+    if hi - lo < 1e-12 {
+        hi = lo + 1.0; // a flat line (all zero clip ratios, say) on a readable axis
+    }
     let pad = ((hi - lo) * 0.05).max(1e-6);
     (lo, hi + pad)
+}
+
+/// Decimals of the y-axis labels for an axis spanning `span`: two for a span of about 1,
+/// more for small numbers (KL, clip ratios), none for large ones (lengths in tokens).
+fn y_decimals(span: f64) -> usize {
+    (2.0 - span.log10().ceil()).clamp(0.0, 8.0) as usize
 }
 
 fn plot_err<E: std::fmt::Display>(e: E) -> ReportError {
@@ -312,7 +337,7 @@ where
         .axis_desc_style(("sans-serif", 18))
         .label_style(("sans-serif", 15))
         .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| format!("{y:.2}"))
+        .y_label_formatter(&|y| format!("{y:.d$}", d = y_decimals(y1 - y0)))
         .draw()
         .map_err(plot_err)?;
     let marker_style =
@@ -376,44 +401,18 @@ fn apply_dashes(svg: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::load::EvalRow;
-    use std::path::PathBuf;
+    use crate::report::fixtures::{eval, mentor, step, vanilla};
 
-    fn step(step: u64, reward: f64, intervened: u64, rescued: u64) -> StepRow {
-        StepRow {
-            step,
-            level: Some(4),
-            reward,
-            zrf: 1.0 - reward,
-            groups: 8,
-            collapsed: intervened,
-            intervened,
-            rescued,
-            extra_rollouts: 0,
-            guard_rejections: 0,
-            loss: 0.0,
-            grad_norm: 0.0,
-            seconds: 1.0,
-            levels_used: Default::default(),
-        }
-    }
-
-    fn run(name: &str, arm: &str, seed: u64, n: u64) -> RunData {
-        RunData {
-            dir: PathBuf::new(),
-            name: name.into(),
-            arm: arm.into(),
+    fn run(name: &str, arm: &str, seed: u64, n: usize) -> RunData {
+        let mut r = crate::report::fixtures::run(
+            arm,
             seed,
-            preset: None,
-            jump_step: Some(3),
-            hard_level: Some(4),
-            steps: (0..n).map(|i| step(i, i as f64 / 10.0, i % 3, i % 2)).collect(),
-            evals: vec![
-                EvalRow { step: 0, level: 4, n: 10, pass1: 0.0, k: Some(4), passk: 0.1 },
-                EvalRow { step: 5, level: 4, n: 10, pass1: f64::NAN, k: Some(4), passk: 0.1 },
-                EvalRow { step: 9, level: 4, n: 10, pass1: 0.3, k: Some(4), passk: 0.5 },
-            ],
-        }
+            Some(3),
+            (0..n).map(|i| step(i, i as f64 / 10.0, 1.0 - i as f64 / 10.0, i % 3, i % 2)).collect(),
+            vec![eval(0, 4, 0.0, Some(0.1)), eval(5, 4, f64::NAN, Some(0.1)), eval(9, 4, 0.3, Some(0.5))],
+        );
+        r.info.name = name.into();
+        r
     }
 
     /// Polylines with at least 3 points: data lines (legend samples and markers have 2 points).
@@ -432,10 +431,10 @@ mod tests {
 
     fn sample_runs() -> Vec<RunData> {
         vec![
-            run("mentor-s0 & <co>", "mentor", 0, 10),
-            run("mentor-s1", "mentor", 1, 10),
-            run("vanilla-s0", "vanilla", 0, 10),
-            run("empty", "dapo", 2, 0),
+            run("mentor-s0 & <co>", mentor(), 0, 10),
+            run("mentor-s1", mentor(), 1, 10),
+            run("vanilla-s0", vanilla(), 0, 10),
+            run("empty", Arm::Dapo.name(), 2, 0),
         ]
     }
 
@@ -481,7 +480,7 @@ mod tests {
             charts.iter().map(|c| c.file_name.as_str()).collect::<Vec<_>>().last(),
             Some(&"eval_level_4.svg")
         );
-        let chart = &charts[3];
+        let chart = charts.last().unwrap();
         assert_eq!(chart.series.len(), 3);
         assert_eq!(chart.series[0].points, vec![(0.0, 0.0), (9.0, 0.3)]);
         let doc = render_svg(chart).unwrap();
@@ -490,7 +489,7 @@ mod tests {
 
     #[test]
     fn all_empty_chart_still_renders_valid_svg() {
-        let runs = [run("e", "mentor", 0, 0)];
+        let runs = [run("e", mentor(), 0, 0)];
         let refs: Vec<&RunData> = runs.iter().collect();
         let svg = render_svg(&all_charts(&refs)[0]).unwrap();
         assert!(data_polylines(&svg).is_empty());
@@ -499,9 +498,12 @@ mod tests {
 
     #[test]
     fn extreme_values_are_skipped_without_panicking() {
-        let mut r = run("huge", "mentor", 0, 0);
-        r.steps = vec![step(0, 1e308, 0, 0), step(1, -1e308, 0, 0), step(2, 1e308, 0, 0)];
-        r.steps.iter_mut().for_each(|s| s.zrf = f64::NAN);
+        let mut r = run("huge", mentor(), 0, 0);
+        r.steps = vec![
+            step(0, 1e308, f64::NAN, 0, 0),
+            step(1, -1e308, f64::NAN, 0, 0),
+            step(2, 1e308, f64::NAN, 0, 0),
+        ];
         let refs = [&r];
         let mut chart = all_charts(&refs).remove(0);
         chart.series[0].points = vec![(0.0, 1e308), (1.0, -1e308), (2.0, 0.5), (3.0, 0.25), (4.0, 0.5)];
@@ -529,9 +531,60 @@ mod tests {
 
     #[test]
     fn palette_is_fixed_and_stable() {
-        assert_eq!(arm_color("mentor"), (31, 119, 180));
-        assert_eq!(arm_color("static_hints"), (255, 127, 14));
+        assert_eq!(arm_color(mentor()), (31, 119, 180));
+        assert_eq!(arm_color(Arm::StaticHints.name()), (255, 127, 14));
+        let known: Vec<(u8, u8, u8)> = Arm::ALL.iter().map(|a| arm_color(a.name())).collect();
+        for (i, c) in known.iter().enumerate() {
+            assert!(!known[..i].contains(c), "two arms share {c:?}");
+            assert!(!OTHER_PALETTE.contains(c), "an arm's colour is also a stranger's: {c:?}");
+        }
         assert_eq!(arm_color("my-arm"), arm_color("my-arm"));
         assert!(OTHER_PALETTE.contains(&arm_color("my-arm")));
+    }
+
+    #[test]
+    fn dynamics_are_plotted_when_recorded() {
+        let mut runs = sample_runs();
+        let names = |runs: &[RunData]| {
+            let refs: Vec<&RunData> = runs.iter().collect();
+            all_charts(&refs).into_iter().map(|c| c.file_name).collect::<Vec<_>>()
+        };
+        // The fixture's updates carry entropy but no KL (no KL penalty).
+        assert_eq!(
+            names(&runs),
+            [
+                "reward.svg",
+                "zrf.svg",
+                "interventions.svg",
+                "zero_std.svg",
+                "entropy.svg",
+                "grad_norm.svg",
+                "clip_ratio.svg",
+                "completion_length.svg",
+                "eval_level_4.svg"
+            ]
+        );
+        runs[0].steps.iter_mut().for_each(|s| s.update.as_mut().unwrap().kl = Some(0.001));
+        assert!(names(&runs).contains(&"kl.svg".to_string()));
+        // Nothing trained: no update metrics, no plots of them.
+        runs.iter_mut().flat_map(|r| r.steps.iter_mut()).for_each(|s| s.update = None);
+        assert_eq!(
+            names(&runs),
+            ["reward.svg", "zrf.svg", "interventions.svg", "zero_std.svg", "eval_level_4.svg"]
+        );
+    }
+
+    #[test]
+    fn small_and_large_numbers_get_readable_axis_labels() {
+        assert_eq!(y_decimals(1.05), 1);
+        assert_eq!(y_decimals(0.9), 2);
+        assert_eq!(y_decimals(0.002), 4);
+        assert_eq!(y_decimals(250.0), 0);
+        let runs = sample_runs();
+        let refs: Vec<&RunData> = runs.iter().collect();
+        let chart = all_charts(&refs).into_iter().find(|c| c.file_name == "completion_length.svg").unwrap();
+        let svg = render_svg(&chart).unwrap();
+        assert!(svg.contains("\n20\n</text>"), "an axis label in whole tokens: {svg}");
+        assert!(!svg.contains("\n20.0"), "{svg}");
     }
 }

@@ -1,31 +1,125 @@
 //! Per-run summary numbers and per-arm aggregates over seeds.
 //!
-//! Reward / ZRF means cover the post-jump phase: steps with `step >= jump_step` (all steps when
-//! the run has no `jump_step`). `NaN` values are skipped. The final evaluation is the row of the
+//! Reward, ZRF and training-dynamics means cover the post-jump phase: steps with
+//! `step >= jump_step` (all steps when the run has no `jump_step`); steps that did not record
+//! a number (no update, no KL) and non-finite values are skipped. The final evaluation is the row of the
 //! last evaluated step at the hard level (or, without a hard level or without any eval row for
 //! it, at the highest level evaluated).
 
-use super::load::RunData;
+use super::load::{RunData, StepRecord};
+use crate::config::Arm;
 
-/// Arms in the order reports list them; other arms follow alphabetically.
-pub const KNOWN_ARMS: [&str; 5] = ["vanilla", "static_hints", "mentor", "dapo", "refinement"];
+/// A number read off each `metrics.jsonl` line ([`StepRecord`]), for the per-run tables and
+/// the per-step plots: the one place that says which fields of the trainer's record the
+/// report shows, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct StepMetric {
+    /// Short name: the plot's file stem (`<key>.svg`).
+    pub key: &'static str,
+    /// Column header and axis label.
+    pub label: &'static str,
+    /// Plot title.
+    pub title: &'static str,
+    /// What it is, for the report's notes.
+    pub about: &'static str,
+    /// The y range its plot always shows (the data may extend it).
+    pub y_base: (f64, f64),
+    /// The value at a step (`None`: not recorded at that step, e.g. a step with nothing to
+    /// train on has no update metrics, a run without a KL penalty logs no KL).
+    pub value: fn(&StepRecord) -> Option<f64>,
+}
+
+/// Mean unhinted training reward.
+pub const REWARD: StepMetric = StepMetric {
+    key: "reward",
+    label: "mean reward",
+    title: "Mean unhinted training reward",
+    about: "mean unhinted training reward per step (`mean_reward`)",
+    y_base: (0.0, 1.0),
+    value: |s| Some(s.strategy.mean_reward),
+};
+
+/// Zero-reward fraction.
+pub const ZRF: StepMetric = StepMetric {
+    key: "zrf",
+    label: "ZRF",
+    title: "Zero-reward fraction (ZRF)",
+    about: "zero-reward fraction per step (groups where every sample failed, which triggers the mentor)",
+    y_base: (0.0, 1.0),
+    value: |s| Some(s.strategy.zrf),
+};
+
+/// The training dynamics the report tabulates and plots beside reward and ZRF, in column
+/// order. A plot is drawn only for those some run recorded.
+pub const DYNAMICS: [StepMetric; 6] = [
+    StepMetric {
+        key: "zero_std",
+        label: "zero-std frac",
+        title: "Zero-std fraction (groups without a learning signal)",
+        about: "share of unhinted groups whose rewards are all equal (`zero_std_frac`: no GRPO \
+                advantage, all-fail or all-pass)",
+        y_base: (0.0, 1.0),
+        value: |s| Some(s.strategy.zero_std_frac),
+    },
+    StepMetric {
+        key: "kl",
+        label: "KL",
+        title: "KL to the reference policy",
+        about: "mean k3 KL to the reference policy (`kl`; logged only with `grpo.beta > 0`)",
+        y_base: (0.0, 0.0),
+        value: |s| s.update.as_ref().and_then(|u| u.kl),
+    },
+    StepMetric {
+        key: "entropy",
+        label: "entropy",
+        title: "Mean token entropy",
+        about: "mean token entropy of the trained completions (`entropy`)",
+        y_base: (0.0, 0.0),
+        value: |s| s.update.as_ref().and_then(|u| u.entropy),
+    },
+    StepMetric {
+        key: "grad_norm",
+        label: "grad norm",
+        title: "Gradient norm before clipping",
+        about: "global gradient norm before clipping, mean over the step's optimizer steps (`grad_norm`)",
+        y_base: (0.0, 0.0),
+        value: |s| s.update.as_ref().map(|u| u.grad_norm),
+    },
+    StepMetric {
+        key: "clip_ratio",
+        label: "clip ratio",
+        title: "Clipped token fraction",
+        about: "share of tokens whose ratio was clipped, either side (`clip_ratio_region`)",
+        y_base: (0.0, 0.0),
+        value: |s| s.update.as_ref().map(|u| u.clip_ratio_region),
+    },
+    StepMetric {
+        key: "completion_length",
+        label: "completion length",
+        title: "Mean completion length (tokens)",
+        about: "mean length in tokens of the completions trained on, hinted ones included \
+                (`completion_length_mean`)",
+        y_base: (0.0, 0.0),
+        value: |s| s.update.as_ref().map(|u| u.rollout.completion_length_mean),
+    },
+];
 
 /// Final unhinted evaluation of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalEval {
     /// Training step of the evaluation.
-    pub step: u64,
+    pub step: usize,
     /// Level evaluated.
     pub level: u32,
-    /// Greedy pass@1 (`None` when missing / NaN).
+    /// Greedy pass@1 (`None` when not finite).
     pub pass1: Option<f64>,
-    /// `k` of pass@k, if recorded.
-    pub k: Option<u32>,
-    /// pass@k (`None` when missing / NaN).
+    /// `k` of pass@k, if measured.
+    pub k: Option<usize>,
+    /// pass@k (`None` when not measured).
     pub passk: Option<f64>,
 }
 
-/// Summary numbers of one run (one row of the per-run table).
+/// Summary numbers of one run (one row of the per-run tables).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunStats {
     /// Run name.
@@ -36,16 +130,26 @@ pub struct RunStats {
     pub seed: u64,
     /// Number of training steps recorded.
     pub steps: usize,
+    /// Steps that trained (had rows for a GRPO update).
+    pub trained_steps: usize,
+    /// Steps that trained but whose update metrics did not read back: one of its numbers was
+    /// not finite (a diverged loss, or a gradient norm that made the optimizer skip), which
+    /// `metrics.jsonl` holds as `null` and the update's types cannot read.
+    pub non_finite_updates: usize,
     /// Mean reward over the post-jump steps.
     pub mean_reward: Option<f64>,
     /// Mean zero-reward fraction over the post-jump steps.
     pub mean_zrf: Option<f64>,
+    /// Post-jump means of [`DYNAMICS`], in its order.
+    pub dynamics: Vec<Option<f64>>,
     /// Total mentor interventions over all steps.
-    pub interventions: u64,
+    pub interventions: usize,
     /// Total rescued groups over all steps.
-    pub rescues: u64,
+    pub rescues: usize,
     /// `rescues / interventions` (`None` without interventions).
     pub rescue_rate: Option<f64>,
+    /// Mean wall-clock seconds per step.
+    pub seconds_per_step: Option<f64>,
     /// Final evaluation at the hard level, if any eval ran.
     pub final_eval: Option<FinalEval>,
 }
@@ -84,43 +188,63 @@ pub struct ArmRow {
     pub passk: Option<Agg>,
 }
 
-/// Sort key for arms: known arms in [`KNOWN_ARMS`] order, then the rest alphabetically.
+/// Sort key for arms: the arms of [`Arm::ALL`] in its order, then the rest (arms of runs
+/// this build does not know) alphabetically.
 pub fn arm_order(arm: &str) -> (usize, String) {
-    let rank = KNOWN_ARMS.iter().position(|a| *a == arm).unwrap_or(KNOWN_ARMS.len());
+    let rank = Arm::parse(arm).and_then(|a| Arm::ALL.iter().position(|b| *b == a)).unwrap_or(Arm::ALL.len());
     (rank, arm.to_string())
 }
 
 /// Sort key for runs: arm order, then seed, then name.
 pub(crate) fn run_order(run: &RunData) -> ((usize, String), u64, String) {
-    (arm_order(&run.arm), run.seed, run.name.clone())
+    (arm_order(&run.info.arm), run.info.seed, run.info.name.clone())
+}
+
+/// The steps from the run's `jump_step` on (all steps without a jump).
+fn post_jump(run: &RunData) -> impl Iterator<Item = &StepRecord> {
+    let start = run.info.jump_step.unwrap_or(0);
+    run.steps.iter().filter(move |s| s.step >= start)
+}
+
+/// Mean of `metric` over the post-jump steps that recorded a finite value.
+pub fn post_jump_mean(run: &RunData, metric: &StepMetric) -> Option<f64> {
+    finite_mean(post_jump(run).filter_map(metric.value))
 }
 
 /// Computes the per-run summary numbers.
 pub fn run_stats(run: &RunData) -> RunStats {
-    let start = run.jump_step.unwrap_or(0);
-    let post = || run.steps.iter().filter(move |s| s.step >= start);
-    let interventions: u64 = run.steps.iter().map(|s| s.intervened).sum();
-    let rescues: u64 = run.steps.iter().map(|s| s.rescued).sum();
+    let interventions: usize = run.steps.iter().map(|s| s.strategy.intervened).sum();
+    let rescues: usize = run.steps.iter().map(|s| s.strategy.rescued).sum();
     RunStats {
-        name: run.name.clone(),
-        arm: run.arm.clone(),
-        seed: run.seed,
+        name: run.info.name.clone(),
+        arm: run.info.arm.clone(),
+        seed: run.info.seed,
         steps: run.steps.len(),
-        mean_reward: finite_mean(post().map(|s| s.reward)),
-        mean_zrf: finite_mean(post().map(|s| s.zrf)),
+        trained_steps: run.steps.iter().filter(|s| s.strategy.rows > 0).count(),
+        non_finite_updates: run.steps.iter().filter(|s| s.strategy.rows > 0 && s.update.is_none()).count(),
+        mean_reward: post_jump_mean(run, &REWARD),
+        mean_zrf: post_jump_mean(run, &ZRF),
+        dynamics: DYNAMICS.iter().map(|m| post_jump_mean(run, m)).collect(),
         interventions,
         rescues,
         rescue_rate: (interventions > 0).then(|| rescues as f64 / interventions as f64),
+        seconds_per_step: finite_mean(run.steps.iter().map(|s| s.timing.seconds)),
         final_eval: final_eval(run),
     }
 }
 
 fn final_eval(run: &RunData) -> Option<FinalEval> {
-    let has_hard = run.hard_level.filter(|h| run.evals.iter().any(|e| e.level == *h));
+    let has_hard = run.info.hard_level.filter(|h| run.evals.iter().any(|e| e.level == *h));
     let level = has_hard.or_else(|| run.evals.iter().map(|e| e.level).max())?;
     // Last row wins on duplicate steps (a re-run evaluation overrides an earlier one).
     let row = run.evals.iter().filter(|e| e.level == level).max_by_key(|e| e.step)?;
-    Some(FinalEval { step: row.step, level, pass1: finite(row.pass1), k: row.k, passk: finite(row.passk) })
+    Some(FinalEval {
+        step: row.step,
+        level,
+        pass1: finite(row.pass1),
+        k: (row.k > 0).then_some(row.k),
+        passk: row.passk.and_then(finite),
+    })
 }
 
 fn finite(x: f64) -> Option<f64> {
@@ -167,45 +291,7 @@ fn arm_row(arm: &str, runs: Vec<&RunStats>) -> ArmRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::load::{EvalRow, StepRow};
-    use std::path::PathBuf;
-
-    fn step(step: u64, reward: f64, zrf: f64, intervened: u64, rescued: u64) -> StepRow {
-        StepRow {
-            step,
-            level: None,
-            reward,
-            zrf,
-            groups: 4,
-            collapsed: intervened,
-            intervened,
-            rescued,
-            extra_rollouts: 0,
-            guard_rejections: 0,
-            loss: f64::NAN,
-            grad_norm: f64::NAN,
-            seconds: f64::NAN,
-            levels_used: Default::default(),
-        }
-    }
-
-    fn eval(step: u64, level: u32, pass1: f64, passk: f64) -> EvalRow {
-        EvalRow { step, level, n: 10, pass1, k: Some(4), passk }
-    }
-
-    fn run(arm: &str, seed: u64, jump: Option<u64>, steps: Vec<StepRow>, evals: Vec<EvalRow>) -> RunData {
-        RunData {
-            dir: PathBuf::new(),
-            name: format!("{arm}-s{seed}"),
-            arm: arm.into(),
-            seed,
-            preset: None,
-            jump_step: jump,
-            hard_level: jump.map(|_| 4),
-            steps,
-            evals,
-        }
-    }
+    use crate::report::fixtures::{eval, mentor, run, step, vanilla};
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12
@@ -214,39 +300,77 @@ mod tests {
     #[test]
     fn run_stats_use_post_jump_steps_and_hard_level() {
         // Steps 0,1 are pre-jump and must not count; steps 2,3 → rewards 0.2, 0.6 → mean 0.4.
-        let steps = vec![
+        let mut steps = vec![
             step(0, 0.9, 0.0, 0, 0),
             step(1, 0.9, 0.0, 0, 0),
             step(2, 0.2, 0.75, 4, 1),
             step(3, 0.6, 0.25, 2, 2),
         ];
-        let evals = vec![eval(2, 4, 0.1, 0.3), eval(3, 2, 0.9, 0.95), eval(3, 4, 0.25, 0.5)];
-        let s = run_stats(&run("mentor", 0, Some(2), steps, evals));
-        assert_eq!(s.steps, 4);
+        steps[3].update.as_mut().unwrap().grad_norm = 0.25; // step 2: 0.75 → mean 0.5
+        let evals =
+            vec![eval(2, 4, 0.1, Some(0.3)), eval(3, 2, 0.9, Some(0.95)), eval(3, 4, 0.25, Some(0.5))];
+        let s = run_stats(&run(mentor(), 0, Some(2), steps, evals));
+        assert_eq!((s.steps, s.trained_steps, s.non_finite_updates), (4, 4, 0));
         assert!(close(s.mean_reward.unwrap(), 0.4));
         assert!(close(s.mean_zrf.unwrap(), 0.5));
         assert_eq!((s.interventions, s.rescues), (6, 3));
         assert!(close(s.rescue_rate.unwrap(), 0.5));
+        assert_eq!(s.seconds_per_step, Some(1.0));
+        let by_key = |k: &str| s.dynamics[DYNAMICS.iter().position(|m| m.key == k).unwrap()];
+        assert_eq!(by_key("grad_norm"), Some(0.5));
+        assert_eq!(by_key("zero_std"), Some(0.5));
+        assert_eq!(by_key("kl"), None, "no KL logged without a KL penalty");
         let fe = s.final_eval.unwrap();
         assert_eq!((fe.step, fe.level, fe.pass1, fe.passk, fe.k), (3, 4, Some(0.25), Some(0.5), Some(4)));
     }
 
     #[test]
+    fn steps_without_an_update_do_not_count_in_update_means() {
+        let mut idle = step(1, 0.0, 1.0, 0, 0);
+        (idle.update, idle.strategy.rows) = (None, 0);
+        let s = run_stats(&run(vanilla(), 0, None, vec![step(0, 0.5, 0.5, 0, 0), idle], vec![]));
+        assert_eq!((s.steps, s.trained_steps, s.non_finite_updates), (2, 1, 0));
+        assert_eq!(s.mean_reward, Some(0.25), "the reward of an untrained step counts");
+        let entropy = DYNAMICS.iter().position(|m| m.key == "entropy").unwrap();
+        assert_eq!(s.dynamics[entropy], Some(1.5), "its missing entropy does not");
+    }
+
+    #[test]
+    fn an_update_with_a_non_finite_number_is_counted_not_averaged() {
+        // The optimizer skipped a step for an infinite gradient norm: the trainer writes the
+        // norm as `null`, and the line reads back without its update. (Should the update's
+        // types learn to read `null` back, this count has to look at the numbers instead.)
+        let mut skipped = step(1, 0.5, 0.5, 0, 0);
+        skipped.update.as_mut().unwrap().grad_norm = f64::INFINITY;
+        skipped.update.as_mut().unwrap().skipped_steps = 1;
+        let line = serde_json::to_string(&skipped).unwrap();
+        let read: StepRecord = serde_json::from_str(&line).unwrap();
+        assert_eq!(read.update, None, "{line}");
+        let s = run_stats(&run(mentor(), 0, None, vec![step(0, 0.5, 0.5, 0, 0), read], vec![]));
+        assert_eq!((s.steps, s.trained_steps, s.non_finite_updates), (2, 2, 1));
+        let grad_norm = DYNAMICS.iter().position(|m| m.key == "grad_norm").unwrap();
+        assert_eq!(s.dynamics[grad_norm], Some(0.75), "the step that read back");
+    }
+
+    #[test]
     fn no_jump_uses_all_steps_and_highest_level() {
         let steps = vec![step(0, 0.1, 1.0, 0, 0), step(1, f64::NAN, f64::NAN, 0, 0), step(2, 0.3, 0.0, 0, 0)];
-        let evals = vec![eval(5, 3, 0.4, f64::NAN), eval(5, 1, 0.8, 0.9), eval(2, 3, 0.1, 0.1)];
-        let s = run_stats(&run("vanilla", 1, None, steps, evals));
+        let mut unmeasured = eval(5, 3, 0.4, None);
+        unmeasured.k = 0;
+        let evals = vec![unmeasured, eval(5, 1, 0.8, Some(0.9)), eval(2, 3, 0.1, Some(0.1))];
+        let s = run_stats(&run(vanilla(), 1, None, steps, evals));
         assert!(close(s.mean_reward.unwrap(), 0.2)); // NaN skipped: (0.1 + 0.3) / 2
         assert!(close(s.mean_zrf.unwrap(), 0.5));
         assert_eq!(s.rescue_rate, None);
         let fe = s.final_eval.unwrap();
-        assert_eq!((fe.step, fe.level, fe.pass1, fe.passk), (5, 3, Some(0.4), None));
+        assert_eq!((fe.step, fe.level, fe.pass1, fe.k, fe.passk), (5, 3, Some(0.4), None, None));
     }
 
     #[test]
     fn empty_run_has_no_numbers() {
-        let s = run_stats(&run("mentor", 0, Some(3), vec![], vec![]));
+        let s = run_stats(&run(mentor(), 0, Some(3), vec![], vec![]));
         assert_eq!((s.steps, s.mean_reward, s.mean_zrf, s.rescue_rate), (0, None, None, None));
+        assert!(s.dynamics.iter().all(Option::is_none) && s.seconds_per_step.is_none());
         assert!(s.final_eval.is_none());
     }
 
@@ -256,45 +380,48 @@ mod tests {
         // mentor seed 1: rewards 0.6,0.8 → 0.7; interventions 4, rescues 1 → rate 0.25; pass1 0.4
         // → mean reward 0.5 (0.3–0.7), rate 0.5 (0.25–0.75), pass1 0.3 (0.2–0.4), interventions 4 (4–4)
         let m0 = run(
-            "mentor",
+            mentor(),
             0,
             Some(0),
             vec![step(0, 0.2, 0.5, 2, 1), step(1, 0.4, 0.5, 2, 2)],
-            vec![eval(1, 4, 0.2, 0.6)],
+            vec![eval(1, 4, 0.2, Some(0.6))],
         );
         let m1 = run(
-            "mentor",
+            mentor(),
             1,
             Some(0),
             vec![step(0, 0.6, 0.1, 4, 1), step(1, 0.8, 0.3, 0, 0)],
-            vec![eval(1, 4, 0.4, f64::NAN)],
+            vec![eval(1, 4, 0.4, None)],
         );
-        let v0 = run("vanilla", 0, Some(0), vec![step(0, 0.1, 0.9, 0, 0)], vec![]);
+        let v0 = run(vanilla(), 0, Some(0), vec![step(0, 0.1, 0.9, 0, 0)], vec![]);
         let stats: Vec<RunStats> = [&m1, &v0, &m0].iter().map(|r| run_stats(r)).collect();
         let table = arm_table(&stats);
-        assert_eq!(table.iter().map(|a| a.arm.as_str()).collect::<Vec<_>>(), ["vanilla", "mentor"]);
-        let mentor = &table[1];
-        assert_eq!(mentor.seeds, vec![1, 0]);
-        let r = mentor.mean_reward.unwrap();
+        assert_eq!(table.iter().map(|a| a.arm.as_str()).collect::<Vec<_>>(), [vanilla(), mentor()]);
+        let m = &table[1];
+        assert_eq!(m.seeds, vec![1, 0]);
+        let r = m.mean_reward.unwrap();
         assert!(close(r.mean, 0.5) && close(r.min, 0.3) && close(r.max, 0.7) && r.n == 2);
-        let z = mentor.mean_zrf.unwrap(); // seed0 0.5, seed1 0.2
+        let z = m.mean_zrf.unwrap(); // seed0 0.5, seed1 0.2
         assert!(close(z.mean, 0.35) && close(z.min, 0.2) && close(z.max, 0.5));
-        let rate = mentor.rescue_rate.unwrap();
+        let rate = m.rescue_rate.unwrap();
         assert!(close(rate.mean, 0.5) && close(rate.min, 0.25) && close(rate.max, 0.75));
-        let p1 = mentor.pass1.unwrap();
+        let p1 = m.pass1.unwrap();
         assert!(close(p1.mean, 0.3) && close(p1.min, 0.2) && close(p1.max, 0.4));
-        let pk = mentor.passk.unwrap(); // only seed 0 has a finite pass@k
+        let pk = m.passk.unwrap(); // only seed 0 has a pass@k
         assert!(close(pk.mean, 0.6) && pk.n == 1);
-        let iv = mentor.interventions.unwrap();
+        let iv = m.interventions.unwrap();
         assert!(close(iv.mean, 4.0) && close(iv.min, 4.0) && close(iv.max, 4.0));
         assert_eq!(table[0].pass1, None);
         assert_eq!(table[0].rescue_rate, None);
     }
 
     #[test]
-    fn unknown_arms_sort_after_known_ones() {
-        let mut arms = vec!["zeta", "mentor", "alpha", "vanilla", "refinement"];
+    fn arms_sort_in_the_enums_order_then_unknown_ones_alphabetically() {
+        let mut arms: Vec<&str> = vec!["zeta", "alpha"];
+        arms.extend(Arm::ALL.iter().rev().map(|a| a.name()));
         arms.sort_by_key(|a| arm_order(a));
-        assert_eq!(arms, ["vanilla", "mentor", "refinement", "alpha", "zeta"]);
+        let known: Vec<&str> = Arm::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(arms[..known.len()], known[..]);
+        assert_eq!(arms[known.len()..], ["alpha", "zeta"]);
     }
 }
