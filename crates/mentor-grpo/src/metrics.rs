@@ -7,6 +7,14 @@ use serde::{Deserialize, Serialize};
 use crate::advantage::{groups, mean_std};
 use crate::error::{Error, Result};
 
+/// JSON has no NaN or infinity: `serde_json` writes them as `null`. A metric that was not
+/// finite (a diverged loss, a skipped step's infinite gradient norm) reads back as NaN, so a
+/// logged record always reads back instead of failing as a whole. (An optional metric's
+/// `null` reads as `None`: JSON cannot tell it from NaN.)
+fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// Reward and completion statistics of one generation batch (no training involved).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RolloutStats {
@@ -18,21 +26,27 @@ pub struct RolloutStats {
     #[serde(rename = "batch_groups")]
     pub groups: usize,
     /// Mean reward over completions.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub reward_mean: f64,
     /// Std of the rewards over the batch (Bessel-corrected, as TRL's `reward_std`).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub reward_std: f64,
     /// Fraction of groups whose rewards are all 0: the zero-reward-group fraction (ZRF) that
     /// signals collapse.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub frac_reward_zero: f64,
     /// Fraction of completions whose group has zero reward std (TRL `frac_reward_zero_std`).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub frac_reward_zero_std: f64,
     /// Mean completion length in tokens.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub completion_length_mean: f64,
     /// Shortest completion.
     pub completion_length_min: usize,
     /// Longest completion.
     pub completion_length_max: usize,
     /// Fraction of completions truncated at the length limit (TRL `completions/clipped_ratio`).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub frac_truncated: f64,
 }
 
@@ -79,22 +93,29 @@ pub struct StepMetrics {
     #[serde(flatten)]
     pub rollout: RolloutStats,
     /// Loss per optimizer step (sum over its micro-batches), averaged over iterations.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub loss: f64,
     /// Fraction of tokens clipped below `1 - epsilon` with negative advantage.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub clip_ratio_low: f64,
     /// Fraction of tokens clipped above `1 + epsilon_high` with positive advantage.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub clip_ratio_high: f64,
     /// Fraction of tokens clipped either way.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub clip_ratio_region: f64,
     /// Mean k3 KL to the reference policy (`None` when `beta == 0`, as TRL does not log it).
     pub kl: Option<f64>,
     /// Mean token entropy, when the log-prob function returned entropies.
     pub entropy: Option<f64>,
     /// Global gradient norm before clipping, averaged over optimizer steps.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub grad_norm: f64,
     /// Learning rate of the last optimizer step.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub learning_rate: f64,
     /// Completion tokens that entered the loss (after masking), per iteration.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub num_tokens: f64,
     /// Optimizer steps applied (skipped non-finite steps are not counted).
     pub optimizer_steps: usize,
@@ -129,5 +150,15 @@ mod tests {
     #[test]
     fn rejects_mismatched_lengths() {
         assert!(rollout_stats(&[1.0, 0.0], &[0, 0], &[1], &[false, false]).is_err());
+    }
+
+    #[test]
+    fn non_finite_metrics_read_back_as_nan() {
+        let m = StepMetrics { loss: f64::NAN, grad_norm: f64::INFINITY, kl: Some(0.5), ..Default::default() };
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(text.contains("\"loss\":null") && text.contains("\"grad_norm\":null"), "{text}");
+        let back: StepMetrics = serde_json::from_str(&text).unwrap();
+        assert!(back.loss.is_nan() && back.grad_norm.is_nan());
+        assert_eq!((back.kl, back.learning_rate, back.rollout.reward_mean), (Some(0.5), 0.0, 0.0));
     }
 }

@@ -68,7 +68,7 @@ fn copy_run(from: &Path, to: &Path) -> Result<()> {
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
         let entry = entry?;
         let name = entry.file_name();
-        if name == "final" || name == "summary.json" || name == "log.txt" {
+        if name == "final" || name == crate::train::SUMMARY_FILE || name == "log.txt" {
             continue;
         }
         let (src, dst) = (entry.path(), to.join(&name));
@@ -147,7 +147,7 @@ fn run_jobs(
         let mut i = 0;
         while i < running.len() {
             let (job, child, pb, t0) = &mut running[i];
-            pb.set_position(count_lines(&job.dir.join("metrics.jsonl")));
+            pb.set_position(count_lines(&job.dir.join(crate::train::METRICS_FILE)));
             match child.try_wait()? {
                 None => i += 1,
                 Some(status) => {

@@ -22,12 +22,7 @@ pub use crate::train::{InterventionEntry, RunInfo, StepRecord};
 
 use super::ReportError;
 
-/// File name of the run metadata inside a run directory.
-pub const RUN_FILE: &str = "run.json";
-/// File name of the per-step training metrics inside a run directory.
-pub const METRICS_FILE: &str = "metrics.jsonl";
-/// File name of the evaluation results inside a run directory.
-pub const EVAL_FILE: &str = "eval.jsonl";
+pub use crate::train::{EVAL_FILE, METRICS_FILE, RUN_FILE};
 
 /// Everything the report needs from one run directory.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,8 +14,8 @@ pub mod tasks;
 pub use arms::{prompts, strategy, Built, CURRICULUM_HINTS, CURRICULUM_STATIC_HINTS};
 pub use evaluation::{eval_sets, run_eval};
 pub use records::{
-    InterventionEntry, InterventionLine, RunInfo, SampleLine, StepRecord, StepTiming, Summary,
-    INTERVENTIONS_FILE, SAMPLES_FILE,
+    InterventionEntry, InterventionLine, RunInfo, SampleLine, StepRecord, StepTiming, Summary, EVAL_FILE,
+    INTERVENTIONS_FILE, METRICS_FILE, RUN_FILE, SAMPLES_FILE, SUMMARY_FILE,
 };
 pub use run::{start, train, Progress, Run, Silent, TrainOptions};
 pub use tasks::{data_dir, load_tasks, Tasks};

@@ -9,6 +9,15 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::eval::EvalRow;
 
+/// The file of a run that holds one [`StepRecord`] per step.
+pub const METRICS_FILE: &str = "metrics.jsonl";
+/// The file of a run that holds its evaluations (one [`EvalRow`] per set and evaluation).
+pub const EVAL_FILE: &str = "eval.jsonl";
+/// The file of a run that says what it is ([`RunInfo`]).
+pub const RUN_FILE: &str = "run.json";
+/// The file a finished (or interrupted) run ends with ([`Summary`]).
+pub const SUMMARY_FILE: &str = "summary.json";
+
 /// One line of `metrics.jsonl`: the step, the strategy plug-in's metrics (zrf,
 /// zero_std_frac, window_zrf, the collapse event, interventions, rescues, guard rejections,
 /// extra rollouts, verifier errors, the plug-in's own timings), the GRPO update's metrics

@@ -16,8 +16,8 @@ use mentor_policy::Policy;
 use super::arms::{prompts, strategy};
 use super::evaluation::{eval_sets, run_eval};
 use super::records::{
-    read_totals, InterventionLine, RunInfo, SampleLine, StepRecord, StepTiming, Summary, INTERVENTIONS_FILE,
-    SAMPLES_FILE,
+    read_totals, InterventionLine, RunInfo, SampleLine, StepRecord, StepTiming, Summary, EVAL_FILE,
+    INTERVENTIONS_FILE, METRICS_FILE, RUN_FILE, SAMPLES_FILE, SUMMARY_FILE,
 };
 use super::tasks::{load_tasks, step_tasks, Refill, Tasks};
 use crate::checkpoint;
@@ -97,13 +97,9 @@ impl Logs {
     /// The files of the run in `out`, cut back to `step` (a resume: lines of steps after the
     /// checkpoint were not covered by it and are done again).
     fn open(out: &Path, resumed_at: Option<usize>) -> Result<Self> {
-        let metrics_path = out.join("metrics.jsonl");
-        let paths = [
-            metrics_path.clone(),
-            out.join("eval.jsonl"),
-            out.join(INTERVENTIONS_FILE),
-            out.join(SAMPLES_FILE),
-        ];
+        let metrics_path = out.join(METRICS_FILE);
+        let paths =
+            [metrics_path.clone(), out.join(EVAL_FILE), out.join(INTERVENTIONS_FILE), out.join(SAMPLES_FILE)];
         if let Some(step) = resumed_at {
             for p in &paths {
                 truncate_to_step(p, step)?;
@@ -182,7 +178,7 @@ pub fn start<'a>(
             }
         }
     } else {
-        if out.join("metrics.jsonl").exists() || out.join("checkpoints").exists() {
+        if out.join(METRICS_FILE).exists() || out.join("checkpoints").exists() {
             return Err(Error::Config {
                 file: "run.output_dir".into(),
                 message: format!(
@@ -255,7 +251,7 @@ fn write_run_files(cfg: &TrainConfig, out: &Path) -> Result<()> {
             .then(|| schedule[..schedule.len() - 1].iter().map(|p| p.steps).sum()),
         hard_level: if curriculum { schedule.last().map(|p| p.level) } else { None },
     };
-    write_json(&out.join("run.json"), &info)
+    write_json(&out.join(RUN_FILE), &info)
 }
 
 /// The model a fresh run starts from: built as `[model]` says, then pretrained when
@@ -401,7 +397,7 @@ impl Run<'_> {
             seconds: self.started.elapsed().as_secs_f64(),
             dir: self.out.clone(),
         };
-        write_json(&self.out.join("summary.json"), &summary)?;
+        write_json(&self.out.join(SUMMARY_FILE), &summary)?;
         Ok(summary)
     }
 }
