@@ -60,7 +60,7 @@ pub use chat_template::{ChatTemplate, Message};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use generate::{FinishReason, GenerateConfig, Generation};
-pub use logprobs::{LogProbOptions, TokenLogProbs};
+pub use logprobs::{Entropy, LogProbOptions, TokenLogProbs};
 pub use model::{Kernels, Model};
 pub use policy::{LoadOptions, Policy};
 pub use sampling::Sampler;

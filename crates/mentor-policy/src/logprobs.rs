@@ -18,8 +18,8 @@ use crate::policy::Policy;
 pub struct LogProbOptions {
     /// Logits are divided by this before the softmax (match the sampling temperature; 1 = raw).
     pub temperature: f64,
-    /// Also return the per-token entropy of the (tempered) distribution.
-    pub entropy: bool,
+    /// Whether to return the per-token entropy of the (tempered) distribution, and how.
+    pub entropy: Entropy,
     /// [`Kernels::Differentiable`] to train on the result; [`Kernels::Fused`] for no-grad
     /// reference log-probs (faster, and no gradient flows).
     pub kernels: Kernels,
@@ -27,8 +27,22 @@ pub struct LogProbOptions {
 
 impl Default for LogProbOptions {
     fn default() -> Self {
-        Self { temperature: 1.0, entropy: false, kernels: Kernels::Differentiable }
+        Self { temperature: 1.0, entropy: Entropy::Off, kernels: Kernels::Differentiable }
     }
+}
+
+/// The per-token entropy [`Policy::logprobs`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Entropy {
+    /// None.
+    #[default]
+    Off,
+    /// As a metric, outside the graph: one more pass over the logits (no `[B, C, vocab]`
+    /// tensor), and the fused log-prob kernel stays in use.
+    Metric,
+    /// Differentiable (for an entropy term in a loss): the log-softmax path, which holds the
+    /// `[B, C, vocab]` log-prob tensor.
+    Differentiable,
 }
 
 /// Per-token results, all `[B, C]` in the model dtype, `C` = longest completion.
@@ -100,15 +114,18 @@ impl Policy {
         let logits = if opts.temperature == 1.0 { logits } else { (logits / opts.temperature)? };
         let targets = Tensor::from_vec(targets, (b, c_len), &dev)?;
         let mask = Tensor::from_vec(mask, (b, c_len), &dev)?.to_dtype(dtype)?;
-        let (lp, entropy) = if kernels::supported(&logits) {
-            // One fused pass (and one backward), no `[B, C, vocab]` log-prob tensor; the
-            // entropy (a metric) is one more pass over the logits, outside the graph.
-            let entropy = if opts.entropy { Some((kernels::token_entropy(&logits)? * &mask)?) } else { None };
+        let (lp, entropy) = if opts.entropy != Entropy::Differentiable && kernels::supported(&logits) {
+            // One fused pass (and one backward), no `[B, C, vocab]` log-prob tensor; a metric
+            // entropy is one more pass over the logits, outside the graph.
+            let entropy = match opts.entropy {
+                Entropy::Metric => Some((kernels::token_entropy(&logits)? * &mask)?),
+                _ => None,
+            };
             (kernels::token_logprobs(&logits, &targets)?, entropy)
         } else {
             let logp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
             let lp = logp.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?.squeeze(D::Minus1)?;
-            let entropy = if opts.entropy {
+            let entropy = if opts.entropy != Entropy::Off {
                 let h = (logp.exp()? * &logp)?.sum(D::Minus1)?.neg()?;
                 Some((h * &mask)?)
             } else {

@@ -4,7 +4,7 @@
 use candle_core::{Device, Tensor};
 use mentor_grpo::{PolicyOutput, RolloutBatch, StepMetrics, Updater};
 use mentor_integration::TrainRow;
-use mentor_policy::{Kernels, LogProbOptions, Policy};
+use mentor_policy::{Entropy, Kernels, LogProbOptions, Policy};
 
 use crate::error::Result;
 use crate::policy::messages;
@@ -44,7 +44,7 @@ pub fn grpo_step(
         Ok(Tensor::from_vec(flat, (b, t), &dev)?)
     };
     let mask = pad_rows(completions.iter().map(|c| vec![1.0; c.len()]).collect())?;
-    let no_grad = LogProbOptions { temperature, entropy: false, kernels: Kernels::Fused };
+    let no_grad = LogProbOptions { temperature, entropy: Entropy::Off, kernels: Kernels::Fused };
     let widen = |x: Tensor| -> Result<Tensor> {
         let w = x.dim(1)?;
         Ok(if w < t { x.pad_with_zeros(1, 0, t - w)? } else { x })
@@ -81,7 +81,7 @@ pub fn grpo_step(
         advantages: Some(rows.iter().map(|r| r.advantage).collect()),
     };
     // Token entropy is logged (TRL's `entropy`): one pass over the logits, outside the graph.
-    let opts = LogProbOptions { temperature, entropy: true, kernels: Kernels::Differentiable };
+    let opts = LogProbOptions { temperature, entropy: Entropy::Metric, kernels: Kernels::Differentiable };
     let metrics =
         updater.update(&batch, |idx: &[usize]| -> std::result::Result<PolicyOutput, crate::Error> {
             let p: Vec<Vec<u32>> = idx.iter().map(|&i| prompts[i].clone()).collect();

@@ -89,7 +89,11 @@ fn sampling_logprobs_equal_differentiable_logprobs() {
     };
     let gens = p.generate(&ps, &cfg).unwrap();
     let completions: Vec<Vec<u32>> = gens.iter().map(|g| g.token_ids.clone()).collect();
-    let opts = LogProbOptions { temperature, entropy: false, kernels: Kernels::Differentiable };
+    let opts = LogProbOptions {
+        temperature,
+        entropy: mentor_policy::Entropy::Off,
+        kernels: Kernels::Differentiable,
+    };
     let lp = p.logprobs(&ps, &completions, &opts).unwrap().logprobs.to_vec2::<f32>().unwrap();
     for (r, g) in gens.iter().enumerate() {
         for (j, want) in g.logprobs.iter().enumerate() {

@@ -16,7 +16,8 @@ fn batch(p: &Policy) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
 
 fn loss(p: &Policy) -> Tensor {
     let (prompts, completions) = batch(p);
-    let opts = LogProbOptions { entropy: true, ..LogProbOptions::default() };
+    let opts =
+        LogProbOptions { entropy: mentor_policy::Entropy::Differentiable, ..LogProbOptions::default() };
     let out = p.logprobs(&prompts, &completions, &opts).unwrap();
     // Weights make every position matter differently; entropy joins the loss.
     let c = out.logprobs.dims()[1];
@@ -144,4 +145,24 @@ fn fused_and_differentiable_kernels_agree() {
     let b = p.logprobs(&prompts, &completions, &fused).unwrap();
     let d = (a.logprobs - b.logprobs).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
     assert!(d < 1e-5, "max abs difference {d}");
+}
+
+#[test]
+fn metric_entropy_equals_the_differentiable_one_outside_the_graph() {
+    use mentor_policy::Entropy;
+    let p = tiny_with(DType::F64, 4, |_| {});
+    let (prompts, completions) = batch(&p);
+    let with = |entropy| LogProbOptions { entropy, temperature: 0.7, ..LogProbOptions::default() };
+    let metric = p.logprobs(&prompts, &completions, &with(Entropy::Metric)).unwrap();
+    let diff = p.logprobs(&prompts, &completions, &with(Entropy::Differentiable)).unwrap();
+    let (a, b) = (metric.entropy.unwrap(), diff.entropy.unwrap());
+    let gap = (a.clone() - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+    assert!(gap < 1e-12, "{gap}");
+    assert!(a.sum_all().unwrap().to_scalar::<f64>().unwrap() > 0.0);
+    // The log-probs are the same either way; the metric adds nothing to the graph.
+    let lp_gap = (metric.logprobs.clone() - diff.logprobs).unwrap().abs().unwrap().max_all().unwrap();
+    assert!(lp_gap.to_scalar::<f64>().unwrap() < 1e-12);
+    let grads = a.sum_all().unwrap().backward().unwrap();
+    assert!(p.vars().iter().all(|(_, v)| grads.get(v.as_tensor()).is_none()));
+    assert!(p.logprobs(&prompts, &completions, &with(Entropy::Off)).unwrap().entropy.is_none());
 }
