@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use mentor_core::number_words::{TENS, UNITS};
 use mentor_core::{AnswerEquivalence, GuardRejection, Hint, Payload, Task};
 
 use crate::rules::numbers::numbers;
@@ -446,30 +447,6 @@ const MATH_WORDS: &[&str] = &[
     "percent", "cent", "pi", "ln", "sin", "cos", "tan", "cot", "sec", "csc", "log", "exp", "sqrt", "arcsin",
     "arccos", "arctan", "sinh", "cosh", "tanh", "infinity", "inf",
 ];
-
-const UNITS: [&str; 20] = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-];
-const TENS: [&str; 8] = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
 
 /// Whether `w` (lower case) is a word a spelled number is made of.
 fn is_number_word(w: &str) -> bool {

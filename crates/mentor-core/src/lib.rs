@@ -29,6 +29,7 @@ mod diagnosis;
 mod error;
 mod input_lines;
 mod mentor;
+pub mod number_words;
 mod task;
 mod verdict;
 mod verifier;

@@ -106,29 +106,7 @@ fn check_choice(letter: char, gold: &str, completion: &str, cfg: &Config) -> Mat
 
 /// An integer written in English words, from -999 to 999 ("negative forty-two").
 fn number_words(text: &str) -> Option<num_rational::BigRational> {
-    const UNITS: [&str; 20] = [
-        "zero",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "eleven",
-        "twelve",
-        "thirteen",
-        "fourteen",
-        "fifteen",
-        "sixteen",
-        "seventeen",
-        "eighteen",
-        "nineteen",
-    ];
-    const TENS: [&str; 8] = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
+    use mentor_core::number_words::{TENS, UNITS};
     let mut words = text.split(|c: char| c.is_whitespace() || c == '-').filter(|w| !w.is_empty()).peekable();
     let neg = matches!(words.peek(), Some(&("negative" | "minus")));
     if neg {
