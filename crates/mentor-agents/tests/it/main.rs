@@ -45,10 +45,9 @@ pub fn judged(task: &Task, texts: &[&str], finish: FinishReason) -> Vec<Attempt>
 
 /// The shared benchmark data.
 pub fn data_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("MENTOR_DATASETS") {
-        return PathBuf::from(d);
-    }
-    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
-    assert!(shared.is_dir(), "benchmark data not found at {}: set MENTOR_DATASETS", shared.display());
-    shared
+    mentor_core::assets::locate_datasets(
+        |k| std::env::var(k).ok(),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+    )
+    .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
 }

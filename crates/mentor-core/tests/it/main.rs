@@ -6,25 +6,15 @@
 
 use std::path::PathBuf;
 
-use mentor_core::assets::AssetDir;
 use mentor_core::datasets::{load_gsm8k, load_mbpp, Dataset, MbppSplit};
 use mentor_core::{CodeHarness, Payload};
 
 fn data_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("MENTOR_DATASETS") {
-        return PathBuf::from(d);
-    }
-    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
-    if shared.join("gsm8k").is_dir() {
-        return shared;
-    }
-    let installed = AssetDir::resolve(|k| std::env::var(k).ok()).map(|a| a.datasets());
-    match installed {
-        Some(d) if d.join("gsm8k").is_dir() => d,
-        _ => panic!(
-            "benchmark data not found: set MENTOR_DATASETS, or run `cargo xtask datasets` to install it"
-        ),
-    }
+    mentor_core::assets::locate_datasets(
+        |k| std::env::var(k).ok(),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+    )
+    .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Tasks and splits: the training and held-out evaluation tasks a config names, the overlap
 //! guard between them, the dataset directory, each step's tasks and DAPO's refills.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use mentor_core::datasets::Dataset;
 use mentor_core::Task;
@@ -110,30 +110,17 @@ fn check_overlap(train: &[Task], train_spec: &TaskSpec, eval: &[Task], eval_spec
     })
 }
 
-/// The dataset directory: `data.dir`, `$MENTOR_DATASETS`, `$MENTOR_HOME/datasets`, or a
-/// `shared/datasets` beside the current directory's ancestors.
+/// The dataset directory: `data.dir`, else [`mentor_core::assets::locate_datasets`] from the
+/// current directory (`$MENTOR_DATASETS`, the asset directory's `datasets/`, or a
+/// `shared/datasets` beside the current directory's ancestors).
 pub fn data_dir(cfg: &TrainConfig) -> Result<PathBuf> {
     if let Some(d) = &cfg.data.dir {
         return Ok(d.clone());
     }
-    if let Ok(d) = std::env::var("MENTOR_DATASETS") {
-        return Ok(PathBuf::from(d));
-    }
-    if let Some(a) = mentor_core::assets::AssetDir::resolve(|k| std::env::var(k).ok()) {
-        if a.datasets().is_dir() {
-            return Ok(a.datasets());
-        }
-    }
-    let mut here = std::env::current_dir().ok();
-    while let Some(d) = here {
-        for c in [d.join("shared/datasets"), d.join("../shared/datasets")] {
-            if c.is_dir() {
-                return Ok(c);
-            }
-        }
-        here = d.parent().map(Path::to_path_buf);
-    }
-    Err(Error::Missing("no dataset directory\nhint: run `cargo xtask datasets` or set data.dir".into()))
+    let here = std::env::current_dir().unwrap_or_default();
+    mentor_core::assets::locate_datasets(|k| std::env::var(k).ok(), &here).ok_or_else(|| {
+        Error::Missing("no dataset directory\nhint: run `cargo xtask datasets` or set data.dir".into())
+    })
 }
 
 /// The tasks of step `step`: `prompts_per_step` problems (curriculum: at the scheduled level).
@@ -200,11 +187,14 @@ impl TaskSource for Refill<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
-    /// The shared benchmark data beside the repository (present in CI), or `$MENTOR_DATASETS`.
+    /// The benchmark data ([`mentor_core::assets::locate_datasets`] from this crate).
     fn data_dir() -> String {
-        std::env::var("MENTOR_DATASETS")
-            .unwrap_or_else(|_| format!("{}/../../../shared/datasets", env!("CARGO_MANIFEST_DIR")))
+        mentor_core::assets::locate_datasets(|k| std::env::var(k).ok(), Path::new(env!("CARGO_MANIFEST_DIR")))
+            .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
+            .display()
+            .to_string()
     }
 
     fn config(preset: &str, sets: &[&str]) -> Result<TrainConfig> {

@@ -8,25 +8,16 @@
 
 use std::path::PathBuf;
 
-use mentor_core::assets::AssetDir;
 use mentor_core::datasets::Dataset;
 use mentor_core::{Task, Verifier};
 use mentor_verify_math::MathVerifier;
 
 fn data_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("MENTOR_DATASETS") {
-        return PathBuf::from(d);
-    }
-    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
-    if shared.join("gsm8k").is_dir() {
-        return shared;
-    }
-    match AssetDir::resolve(|k| std::env::var(k).ok()).map(|a| a.datasets()) {
-        Some(d) if d.join("gsm8k").is_dir() => d,
-        _ => panic!(
-            "benchmark data not found: set MENTOR_DATASETS, or run `cargo xtask datasets` to install it"
-        ),
-    }
+    mentor_core::assets::locate_datasets(
+        |k| std::env::var(k).ok(),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+    )
+    .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
 }
 
 fn load(set: Dataset) -> Vec<Task> {
