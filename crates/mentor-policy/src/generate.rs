@@ -159,6 +159,40 @@ impl Policy {
         &self,
         prompts: &[Vec<u32>],
         cfg: &GenerateConfig,
+        stop: impl FnMut() -> bool,
+    ) -> Result<Option<Vec<Generation>>> {
+        self.generate_inner(prompts, cfg, None, stop)
+    }
+
+    /// [`Policy::generate`] with one random stream per row: row `i` samples from its own RNG
+    /// seeded with `row_seeds[i]` (`cfg.seed` is not used), so what a row draws depends only
+    /// on its prompt, its seed and the model, not on which other rows share the batch or in
+    /// what order (up to float rounding, as for greedy decoding: the products run on other
+    /// row counts). Paired comparisons use it: the same prompt with the same seed gives the
+    /// same completion in any batch. Errors when `row_seeds` and `prompts` differ in length.
+    pub fn generate_with_row_seeds(
+        &self,
+        prompts: &[Vec<u32>],
+        cfg: &GenerateConfig,
+        row_seeds: &[u64],
+    ) -> Result<Vec<Generation>> {
+        if row_seeds.len() != prompts.len() {
+            return Err(Error::InvalidRequest(format!(
+                "{} row seeds for {} prompts",
+                row_seeds.len(),
+                prompts.len()
+            )));
+        }
+        Ok(self.generate_inner(prompts, cfg, Some(row_seeds), || false)?.unwrap_or_default())
+    }
+
+    /// The decoding loop: one RNG seeded with `cfg.seed` drawn from in slot order, or one RNG
+    /// per row when `row_seeds` is given.
+    fn generate_inner(
+        &self,
+        prompts: &[Vec<u32>],
+        cfg: &GenerateConfig,
+        row_seeds: Option<&[u64]>,
         mut stop: impl FnMut() -> bool,
     ) -> Result<Option<Vec<Generation>>> {
         cfg.sampler.validate()?;
@@ -227,6 +261,8 @@ impl Policy {
         }
         let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
+        let mut row_rngs: Option<Vec<rand::rngs::StdRng>> =
+            row_seeds.map(|seeds| seeds.iter().map(|&s| rand::rngs::StdRng::seed_from_u64(s)).collect());
         // Original row of each batch slot; shrinks as finished rows are dropped.
         let mut active: Vec<usize> = (0..b).collect();
         for _step in 0..cfg.max_new_tokens {
@@ -240,7 +276,11 @@ impl Policy {
                 if row.done.is_some() {
                     continue;
                 }
-                let (id, lp) = cfg.sampler.sample(&host[slot], &mut rng)?;
+                let draw = match row_rngs.as_mut() {
+                    Some(rngs) => &mut rngs[r],
+                    None => &mut rng,
+                };
+                let (id, lp) = cfg.sampler.sample(&host[slot], draw)?;
                 row.ids.push(id);
                 row.logprobs.push(lp);
                 next[slot] = id;
@@ -364,6 +404,50 @@ mod tests {
         });
         assert_eq!((got.unwrap(), asked), (None, 3));
         assert_eq!(policy.generate_until(&prompts, &cfg, || true).unwrap(), None);
+    }
+
+    fn tiny_policy() -> Policy {
+        use crate::config::Config;
+        use candle_core::Device;
+        Policy::char_level("abcdefgh ", Config::tiny(0, 32, 2, 4, 2), 3, DType::F32, &Device::Cpu).unwrap()
+    }
+
+    #[test]
+    fn row_seeds_make_a_rows_sample_independent_of_the_rest_of_the_batch() {
+        let policy = tiny_policy();
+        let enc = |s: &str| policy.tokenizer().encode(s).unwrap();
+        let (a, b, c) = (enc("abc"), enc("hgfe dc"), enc("ba"));
+        // Temperature 1 over an untrained model: samples differ from seed to seed.
+        let cfg = GenerateConfig { max_new_tokens: 10, seed: 99, ..GenerateConfig::default() };
+        let alone = policy.generate_with_row_seeds(std::slice::from_ref(&a), &cfg, &[7]).unwrap();
+        let mixed = policy
+            .generate_with_row_seeds(&[b.clone(), a.clone(), c.clone(), a.clone()], &cfg, &[1, 7, 2, 8])
+            .unwrap();
+        let other = policy.generate_with_row_seeds(&[c, a.clone(), b], &cfg, &[3, 7, 4]).unwrap();
+        assert_eq!(mixed[1], alone[0]);
+        assert_eq!(other[1], alone[0]);
+        // Another seed on the same prompt draws another sample (with these settings).
+        assert_ne!(mixed[3].token_ids, mixed[1].token_ids);
+        // `cfg.seed` plays no part.
+        let reseeded = GenerateConfig { seed: 5, ..cfg.clone() };
+        assert_eq!(policy.generate_with_row_seeds(std::slice::from_ref(&a), &reseeded, &[7]).unwrap(), alone);
+        // One row: its own stream is the shared stream of that seed.
+        let shared = GenerateConfig { seed: 7, ..cfg.clone() };
+        assert_eq!(policy.generate(std::slice::from_ref(&a), &shared).unwrap(), alone);
+        let e = policy.generate_with_row_seeds(&[a.clone(), a], &cfg, &[1]).unwrap_err().to_string();
+        assert!(e.contains("1 row seeds for 2 prompts"), "{e}");
+    }
+
+    #[test]
+    fn without_row_seeds_the_rows_share_one_stream_in_slot_order() {
+        // The default path: two identical prompts in one batch draw different samples from the
+        // one shared RNG, and the batch repeats exactly under the same seed.
+        let policy = tiny_policy();
+        let a = policy.tokenizer().encode("abc").unwrap();
+        let cfg = GenerateConfig { max_new_tokens: 10, seed: 7, ..GenerateConfig::default() };
+        let two = policy.generate(&[a.clone(), a.clone()], &cfg).unwrap();
+        assert_eq!(two, policy.generate(&[a.clone(), a], &cfg).unwrap());
+        assert_ne!(two[0].token_ids, two[1].token_ids);
     }
 
     #[test]
