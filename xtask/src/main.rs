@@ -7,6 +7,8 @@
 //! - `datasets`: installs the public benchmark files with sha256 checks.
 //! - `lint`: `cargo fmt --check` and `cargo clippy --all-targets -D warnings`.
 //! - `bench`: comparison benchmarks against peers (Math-Verify, ...), in release mode.
+//! - `rescue`: `mentor rescue` on SmolLM2's real GSM8K failures (MBPP with `--mbpp`): how often
+//!   each mentor turns an all-fail group into a success, in about 20 minutes on 2 cores.
 //!
 //! xtask never links the heavy crates; it shells out to `cargo`, `python3` and `curl`.
 
@@ -16,6 +18,7 @@ mod bench_policy;
 mod datasets;
 mod hashing;
 mod process;
+mod rescue;
 #[cfg(test)]
 mod tidy;
 mod venv;
@@ -59,6 +62,16 @@ enum Command {
     },
     /// Check formatting and clippy lints (`-D warnings`).
     Lint,
+    /// Measure how often each mentor rescues SmolLM2's collapsed GSM8K problems (`mentor rescue`
+    /// with the `rescue-gsm8k-smollm2` preset; about 20 minutes on 2 cores).
+    Rescue {
+        /// The MBPP preset (code, in the sandbox) instead of GSM8K.
+        #[arg(long)]
+        mbpp: bool,
+        /// Extra arguments for `mentor rescue` (after `--`), e.g. `-- --json`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
     /// Run a comparison benchmark against its peer (installed into a private venv).
     Bench {
         /// Which bench.
@@ -79,6 +92,7 @@ fn main() {
         Command::Datasets { from, to } => datasets::install(from.as_deref(), to.as_deref()),
         Command::Lint => lint(),
         Command::Bench { target, args } => bench::run_bench(target, &args),
+        Command::Rescue { mbpp, args } => rescue::rescue(mbpp, &args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

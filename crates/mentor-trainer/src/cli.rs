@@ -43,6 +43,23 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Markdown + SVG report over run directories.
     Report(ReportArgs),
+    /// Measure how often each mentor turns an all-fail group into a success (no training).
+    Rescue(RescueArgs),
+}
+
+/// Arguments of `mentor rescue`.
+#[derive(Args)]
+pub struct RescueArgs {
+    /// Config file, or a preset name: rescue-gsm8k-smollm2, rescue-mbpp-smollm2 (any training
+    /// config works; `[rescue]` says what to measure).
+    #[arg(long)]
+    pub config: String,
+    /// Override a config value, e.g. `--set rescue.collapsed=20` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Print the summary as one JSON object on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `mentor train`.

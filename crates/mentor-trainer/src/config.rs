@@ -40,6 +40,10 @@ pub struct TrainConfig {
     pub mentor: MentorSection,
     /// Periodic evaluation without hints.
     pub eval: EvalSection,
+    /// What `mentor rescue` measures (ignored by training; left out of a run's `config.toml`
+    /// when it has its defaults).
+    #[serde(skip_serializing_if = "crate::rescue::RescueSection::is_default")]
+    pub rescue: crate::rescue::RescueSection,
 }
 
 /// `[run]`.
@@ -634,6 +638,8 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("gsm8k-smollm2", include_str!("../configs/gsm8k-smollm2.toml")),
     ("mbpp-smollm2", include_str!("../configs/mbpp-smollm2.toml")),
     ("math500-eval", include_str!("../configs/math500-eval.toml")),
+    ("rescue-gsm8k-smollm2", include_str!("../configs/rescue-gsm8k-smollm2.toml")),
+    ("rescue-mbpp-smollm2", include_str!("../configs/rescue-mbpp-smollm2.toml")),
 ];
 
 impl TrainConfig {
@@ -888,6 +894,7 @@ impl TrainConfig {
                 ),
             );
         }
+        self.rescue.validate()?;
         if self.strategy.intervention.hinted_samples == 0 {
             return err("strategy.intervention.hinted_samples", "must be > 0".into());
         }

@@ -3,7 +3,8 @@
 //!
 //! This crate orchestrates; it owns no algorithm. The library half is the run machinery —
 //! [`config`] (TOML + presets), [`curriculum`] (the embedded task family), [`pretrain`],
-//! [`train`] (the loop), [`eval`], [`checkpoint`] and [`report`] — and every
+//! [`train`] (the loop), [`eval`], [`checkpoint`], [`report`] and [`rescue`] (the paired
+//! measurement of how often each mentor rescues a collapsed group) — and every
 //! subcommand is a module under [`commands`] over it; the clap definitions live in `cli`.
 //! Data goes to stdout, logs and progress to stderr, and errors end with a `hint:` line
 //! when there is something to do about them.
@@ -20,6 +21,7 @@ pub mod jsonl;
 pub mod policy;
 pub mod pretrain;
 pub mod report;
+pub mod rescue;
 pub mod rollout;
 pub mod train;
 pub mod update;
@@ -77,6 +79,7 @@ pub fn main() -> ExitCode {
         cli::Command::Eval(args) => commands::eval::run(&args),
         cli::Command::Demo(args) => commands::demo::run(&args, cli.threads),
         cli::Command::Report(args) => commands::report::run(&args),
+        cli::Command::Rescue(args) => commands::rescue::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,6 +5,7 @@ pub mod eval;
 pub mod generate;
 pub mod progress;
 pub mod report;
+pub mod rescue;
 pub mod sandbox;
 pub mod serve;
 pub mod tasks;

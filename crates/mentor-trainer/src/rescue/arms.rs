@@ -1,0 +1,218 @@
+//! The arms' interventions: each arm's mentor, built as training builds it
+//! ([`crate::train::arms::strategy`]), asked for one problem's hint at a level.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mentor_agents::{Guard, GuardConfig};
+use mentor_core::{Attempt, Diagnosis, GuardRejection, Hint, HintLevel, Mentor, MentorRequest, Task};
+use mentor_integration::Strategy;
+use mentor_policy::Policy;
+
+use super::config::RescueArm;
+use crate::config::{Arm, Backend, TrainConfig};
+use crate::error::{Error, Result};
+
+/// One row of the results: an arm, at a level for the diagnosing arms (`None`: with
+/// escalation), level 3 for `random_prefix`, none for the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ArmRow {
+    /// The arm.
+    pub arm: RescueArm,
+    /// The level.
+    pub level: Option<u8>,
+}
+
+impl ArmRow {
+    /// `mentor L2`, `mentor esc`, `retry`: the row's short label.
+    pub fn label(&self) -> String {
+        super::report::label(self.arm.name(), self.level)
+    }
+
+    /// Whether the row escalates through the levels.
+    pub fn escalates(&self) -> bool {
+        self.arm.per_level() && self.level.is_none()
+    }
+}
+
+/// The rows a `[rescue]` section measures, in report order.
+pub fn rows(arms: &[RescueArm], levels: &[u8], escalate: bool) -> Vec<ArmRow> {
+    let mut out = Vec::new();
+    for &arm in arms {
+        if arm.per_level() {
+            let mut ls = levels.to_vec();
+            ls.sort_unstable();
+            ls.dedup();
+            out.extend(ls.into_iter().map(|l| ArmRow { arm, level: Some(l) }));
+            if escalate {
+                out.push(ArmRow { arm, level: None });
+            }
+        } else {
+            let level = (arm == RescueArm::RandomPrefix).then_some(3);
+            out.push(ArmRow { arm, level });
+        }
+    }
+    out
+}
+
+/// What a mentor said about one problem at one level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    /// The hint that passed the guard, if any.
+    pub hint: Option<Hint>,
+    /// The diagnosis, for diagnosing mentors.
+    pub diagnosis: Option<Diagnosis>,
+    /// Hints the guard rejected.
+    pub rejections: Vec<GuardRejection>,
+    /// What the guard redacted from the hint shown.
+    pub redactions: Vec<String>,
+    /// Seconds the call took.
+    pub seconds: f64,
+}
+
+/// Asks `mentor` for a hint on `task` at `level`, after `previous` hints.
+pub fn ask(
+    mentor: &dyn Mentor,
+    task: &Task,
+    attempts: &[Attempt],
+    level: HintLevel,
+    previous: &[Hint],
+) -> Result<Asked> {
+    let t0 = Instant::now();
+    let answer = mentor
+        .intervene(&MentorRequest { task, attempts, level, previous_hints: previous })
+        .map_err(|e| Error::Integration(mentor_integration::Error::Mentor(e)))?;
+    Ok(Asked {
+        hint: answer.hint,
+        diagnosis: answer.diagnosis,
+        rejections: answer.rejections,
+        redactions: answer.redactions,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// The mentors of the arms a measurement needs.
+pub struct Mentors {
+    /// The `rules` mentor: the `mentor` arm, the diagnosis of every problem, and the level-3
+    /// hint `random_prefix` is the control of.
+    pub rules: Box<dyn Mentor>,
+    /// The static hint library.
+    pub static_hints: Box<dyn Mentor>,
+    /// The refinement baseline.
+    pub refinement: Box<dyn Mentor>,
+    /// `[mentor]` on the `llm` backend, when measured.
+    pub llm: Option<Box<dyn Mentor>>,
+    /// `[mentor]` on the `local` backend, when measured.
+    pub local: Option<Box<dyn Mentor>>,
+    /// The guard of the random-prefix control (the mentor's guard settings).
+    pub guard: Guard,
+}
+
+impl Mentors {
+    /// Builds each arm's mentor from `cfg` as `mentor train` would for that arm; `learner`
+    /// is the local mentor's `self`.
+    pub fn build(cfg: &TrainConfig, learner: &Arc<Policy>, arms: &[RescueArm]) -> Result<Self> {
+        let build = |arm: Arm, backend: Backend| -> Result<Box<dyn Mentor>> {
+            let mut c = cfg.clone();
+            c.strategy.arm = arm;
+            c.mentor.backend = backend;
+            match crate::train::arms::strategy(&c, learner)?.strategy {
+                Strategy::Intervene { mentor, .. } => Ok(mentor),
+                _ => Err(Error::Missing(format!("the `{arm}` arm built no mentor"))),
+            }
+        };
+        let model_mentor = |arm: RescueArm, backend: Backend| -> Result<Option<Box<dyn Mentor>>> {
+            if !arms.contains(&arm) {
+                return Ok(None);
+            }
+            if backend == Backend::Local && cfg.mentor.model == crate::config::MentorModel::Default {
+                return Err(Error::Config {
+                    file: "[rescue]".into(),
+                    message:
+                        "the `local` arm needs `mentor.model` (`self` for the learner, or a model source)"
+                            .into(),
+                });
+            }
+            build(Arm::Mentor, backend).map(Some)
+        };
+        Ok(Self {
+            rules: build(Arm::Mentor, Backend::Rules)?,
+            static_hints: build(Arm::StaticHints, Backend::Rules)?,
+            refinement: build(Arm::Refinement, Backend::Rules)?,
+            llm: model_mentor(RescueArm::Llm, Backend::Llm)?,
+            local: model_mentor(RescueArm::Local, Backend::Local)?,
+            guard: guard(cfg),
+        })
+    }
+
+    /// The mentor of a diagnosing arm.
+    pub fn of(&self, arm: RescueArm) -> Option<&dyn Mentor> {
+        match arm {
+            RescueArm::Mentor => Some(self.rules.as_ref()),
+            RescueArm::Llm => self.llm.as_deref(),
+            RescueArm::Local => self.local.as_deref(),
+            RescueArm::StaticHints => Some(self.static_hints.as_ref()),
+            RescueArm::Refinement => Some(self.refinement.as_ref()),
+            RescueArm::Retry | RescueArm::RandomPrefix => None,
+        }
+    }
+}
+
+/// Answer equivalence by the math checker, for the guard.
+struct MathEq;
+
+impl mentor_core::AnswerEquivalence for MathEq {
+    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
+        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
+    }
+}
+
+/// The guard with the config's limits and the math checker (as the arms' guard).
+pub fn guard(cfg: &TrainConfig) -> Guard {
+    Guard::new(
+        GuardConfig {
+            max_chars: cfg.mentor.max_hint_chars,
+            max_reference_overlap: cfg.mentor.max_code_overlap,
+            ..GuardConfig::default()
+        },
+        Arc::new(MathEq),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_expand_levels_and_escalation_for_diagnosing_arms_only() {
+        let r = rows(&[RescueArm::Retry, RescueArm::Mentor, RescueArm::RandomPrefix], &[2, 1, 2], true);
+        let labels: Vec<String> = r.iter().map(ArmRow::label).collect();
+        assert_eq!(labels, ["retry", "mentor L1", "mentor L2", "mentor esc", "random_prefix"]);
+        assert_eq!(r[4].level, Some(3));
+        assert!(r[3].escalates() && !r[1].escalates() && !r[0].escalates());
+        let r = rows(&[RescueArm::Mentor], &[3], false);
+        assert_eq!(r, vec![ArmRow { arm: RescueArm::Mentor, level: Some(3) }]);
+    }
+
+    #[test]
+    fn the_arms_mentors_are_the_training_arms() {
+        let cfg = TrainConfig::load("gsm8k-smollm2", &[]).unwrap();
+        let learner = Arc::new(
+            Policy::char_level(
+                crate::curriculum::ALPHABET,
+                mentor_policy::config::Config::tiny(0, 32, 2, 4, 2),
+                1,
+                candle_core::DType::F32,
+                &candle_core::Device::Cpu,
+            )
+            .unwrap(),
+        );
+        let m = Mentors::build(&cfg, &learner, &[RescueArm::Mentor]).unwrap();
+        assert_eq!(m.rules.name(), "rules");
+        assert_eq!(m.static_hints.name(), "static");
+        assert_eq!(m.refinement.name(), "refinement");
+        assert!(m.llm.is_none() && m.local.is_none());
+        let e = Mentors::build(&cfg, &learner, &[RescueArm::Local]).err().unwrap().to_string();
+        assert!(e.contains("mentor.model"), "{e}");
+    }
+}

@@ -1,0 +1,156 @@
+//! `[rescue]`: what `mentor rescue` measures and how much of it.
+
+use serde::{Deserialize, Serialize};
+
+/// An arm of the rescue measurement: what the learner is shown before its second try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RescueArm {
+    /// No hint: G fresh samples of the plain prompt (the base rate of a second try).
+    Retry,
+    /// A generic hint from the static library, no diagnosis.
+    StaticHints,
+    /// One failed answer and the verifier's feedback, with the request to revise.
+    Refinement,
+    /// The `rules` mentor (diagnose, hint, guard) at each of `rescue.levels`, and with
+    /// escalation when `rescue.escalate`.
+    Mentor,
+    /// The control for level 3: a reference prefix cut at a random step instead of the
+    /// diagnosed one, in the mentor's level-3 template.
+    RandomPrefix,
+    /// The `llm` backend of `[mentor]` (an OpenAI-compatible endpoint), at the same levels.
+    Llm,
+    /// The `local` backend of `[mentor]` (`mentor.model`, e.g. `self`), at the same levels.
+    Local,
+}
+
+impl RescueArm {
+    /// The name in configs, `rescue.jsonl` and the summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            RescueArm::Retry => "retry",
+            RescueArm::StaticHints => "static_hints",
+            RescueArm::Refinement => "refinement",
+            RescueArm::Mentor => "mentor",
+            RescueArm::RandomPrefix => "random_prefix",
+            RescueArm::Llm => "llm",
+            RescueArm::Local => "local",
+        }
+    }
+
+    /// Whether the arm is a diagnosing mentor measured per level.
+    pub fn per_level(self) -> bool {
+        matches!(self, RescueArm::Mentor | RescueArm::Llm | RescueArm::Local)
+    }
+}
+
+impl std::fmt::Display for RescueArm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `[rescue]`: the paired rescue measurement of `mentor rescue` (ignored by `mentor train`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RescueSection {
+    /// Most training problems sampled without hints, in the run's seeded task order (0: every
+    /// training task, cut by `data.limit`).
+    pub problems: usize,
+    /// Stop sampling unhinted problems once this many have collapsed (0: sample all of
+    /// `problems`): each batch holds only as many problems as could still collapse.
+    pub collapsed: usize,
+    /// The arms, each measured on every collapsed problem: `retry`, `static_hints`,
+    /// `refinement`, `mentor`, `random_prefix`, `llm`, `local`.
+    pub arms: Vec<RescueArm>,
+    /// The hint levels the diagnosing arms are measured at, one arm row each.
+    pub levels: Vec<u8>,
+    /// Also measure the diagnosing arms with escalation (level 1, then 2, then 3 while every
+    /// hinted attempt fails; up to three times the samples of one level).
+    pub escalate: bool,
+    /// Most rows (completions) per generate call.
+    pub batch_rows: usize,
+    /// Bootstrap resamples of the problems for the paired intervals.
+    pub bootstrap: usize,
+}
+
+impl Default for RescueSection {
+    fn default() -> Self {
+        Self {
+            problems: 0,
+            collapsed: 100,
+            arms: vec![
+                RescueArm::Retry,
+                RescueArm::StaticHints,
+                RescueArm::Refinement,
+                RescueArm::Mentor,
+                RescueArm::RandomPrefix,
+            ],
+            levels: vec![1, 2, 3],
+            escalate: true,
+            batch_rows: 128,
+            bootstrap: 2000,
+        }
+    }
+}
+
+impl RescueSection {
+    /// Whether every field has its default (then a training run's `config.toml` leaves the
+    /// section out).
+    pub fn is_default(&self) -> bool {
+        self == &Self::default()
+    }
+
+    /// Checks ranges; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.arms.is_empty() {
+            return Err("`rescue.arms`: empty (give at least one arm)".into());
+        }
+        if let Some(l) = self.levels.iter().find(|l| !(1..=3).contains(*l)) {
+            return Err(format!("`rescue.levels`: {l} (allowed: 1, 2, 3)"));
+        }
+        if self.batch_rows == 0 {
+            return Err("`rescue.batch_rows`: must be > 0".into());
+        }
+        if self.bootstrap == 0 {
+            return Err("`rescue.bootstrap`: must be > 0".into());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(dup) = self.arms.iter().find(|a| !seen.insert(**a)) {
+            return Err(format!("`rescue.arms`: `{dup}` is listed twice"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_mistakes_name_the_field() {
+        assert!(RescueSection::default().validate().is_ok());
+        assert!(RescueSection::default().is_default());
+        let bad = RescueSection { levels: vec![4], ..Default::default() };
+        assert!(bad.validate().unwrap_err().contains("rescue.levels"));
+        let bad = RescueSection { arms: vec![RescueArm::Retry, RescueArm::Retry], ..Default::default() };
+        assert!(bad.validate().unwrap_err().contains("twice"));
+        let bad = RescueSection { batch_rows: 0, ..Default::default() };
+        assert!(bad.validate().unwrap_err().contains("rescue.batch_rows"));
+    }
+
+    #[test]
+    fn arm_names_are_the_serde_names() {
+        for arm in [
+            RescueArm::Retry,
+            RescueArm::StaticHints,
+            RescueArm::Refinement,
+            RescueArm::Mentor,
+            RescueArm::RandomPrefix,
+            RescueArm::Llm,
+            RescueArm::Local,
+        ] {
+            assert_eq!(serde_json::to_value(arm).unwrap(), serde_json::json!(arm.name()));
+        }
+    }
+}

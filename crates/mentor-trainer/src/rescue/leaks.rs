@@ -1,0 +1,88 @@
+//! The leak check of accepted hints, independent of the guard that let them through: the
+//! hint alone (its text and forced prefix) is judged as an answer — by the math checker for
+//! math, by the code sandbox for code (a hint whose code passes the tests on its own gives
+//! the solution away) — and a code hint also leaks when it repeats more of the reference's
+//! lines than `mentor.max_code_overlap` allows.
+
+use mentor_core::{Hint, Payload, Task, Verifier};
+
+/// What a hint shows: its text, and its forced prefix when the text does not contain it.
+pub fn shown(hint: &Hint) -> String {
+    match hint.solution_prefix.as_deref() {
+        Some(p) if !hint.text.contains(p) => format!("{}\n{p}", hint.text),
+        _ => hint.text.clone(),
+    }
+}
+
+/// Share of the reference's non-trivial lines (at least 8 characters after normalising
+/// spaces, not comments) that `shown` contains as lines: the guard's measure.
+pub fn reference_overlap(reference: &str, shown: &str) -> f64 {
+    let norm = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    let shown_lines: std::collections::HashSet<String> = shown.lines().map(norm).collect();
+    let lines: Vec<String> =
+        reference.lines().map(norm).filter(|l| l.len() >= 8 && !l.starts_with('#')).collect();
+    if lines.is_empty() {
+        return 0.0;
+    }
+    lines.iter().filter(|l| shown_lines.contains(*l)).count() as f64 / lines.len() as f64
+}
+
+/// Whether each hint leaks its task's answer (see the module docs), judged in one batch.
+pub fn leaks(items: &[(&Task, &Hint)], verifier: &dyn Verifier, max_code_overlap: f64) -> Vec<bool> {
+    let texts: Vec<String> = items.iter().map(|(_, h)| shown(h)).collect();
+    let judged: Vec<(&Task, &str)> = items.iter().zip(&texts).map(|((t, _), s)| (*t, s.as_str())).collect();
+    let verdicts = verifier.judge_batch(&judged);
+    items
+        .iter()
+        .zip(&texts)
+        .zip(verdicts)
+        .map(|(((task, _), text), verdict)| {
+            let copied = match &task.payload {
+                Payload::Code(c) => c
+                    .reference_solution
+                    .as_deref()
+                    .is_some_and(|r| reference_overlap(r, text) > max_code_overlap),
+                Payload::Math(_) => false,
+            };
+            verdict.passed() || copied
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use mentor_core::{HintLevel, HintSource};
+
+    use super::*;
+
+    fn hint(text: &str, prefix: Option<&str>) -> Hint {
+        Hint {
+            level: HintLevel::NUDGE,
+            text: text.into(),
+            solution_prefix: prefix.map(String::from),
+            source: HintSource::Mentor,
+        }
+    }
+
+    #[test]
+    fn a_math_hint_leaks_when_the_checker_reads_the_answer_from_it_alone() {
+        let v = crate::verify::DomainVerifier::new(None);
+        let t = Task::math("t", "What is 6 * 3?", "18");
+        let safe = hint("Multiply the two numbers carefully.", None);
+        let boxed = hint("The answer is \\boxed{18}.", None);
+        let in_prefix = hint("Continue from here.", Some("6 * 3 = 18"));
+        let other = hint("Half of it is 9.", None);
+        let out = leaks(&[(&t, &safe), (&t, &boxed), (&t, &in_prefix), (&t, &other)], &v, 0.5);
+        assert_eq!(out, vec![false, true, true, false]);
+    }
+
+    #[test]
+    fn overlap_counts_the_references_long_lines() {
+        let reference = "def f(x):\n    return x * 2  \n# note here\n";
+        assert_eq!(reference_overlap(reference, "def f(x):\nreturn x * 2"), 1.0);
+        assert_eq!(reference_overlap(reference, "def f(x):"), 0.5);
+        assert_eq!(reference_overlap("", "anything"), 0.0);
+        assert_eq!(shown(&hint("see:\nA", Some("A"))), "see:\nA");
+        assert_eq!(shown(&hint("go on", Some("A"))), "go on\nA");
+    }
+}

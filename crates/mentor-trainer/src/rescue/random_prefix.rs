@@ -1,0 +1,149 @@
+//! The control of the level-3 hint: the same template and the same kind of content — the
+//! first steps of the reference solution — but cut at a random step instead of the one the
+//! diagnosis located. If the diagnosed cut is what makes level 3 work, the mentor beats this
+//! control; if any reference prefix does as well, it does not.
+
+use mentor_agents::rules::reference_steps;
+use mentor_agents::{Guard, GuardOutcome};
+use mentor_core::{GuardRejection, Hint, Payload, Task};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// The pieces a level-3 hint shows the first of: reference steps (math, as the rules tutor
+/// splits them) or non-empty lines of the reference code.
+pub fn pieces(task: &Task) -> Vec<String> {
+    let Some(solution) = task.reference_solution() else { return Vec::new() };
+    match task.payload {
+        Payload::Math(_) => reference_steps(solution).into_iter().map(|s| s.text).collect(),
+        Payload::Code(_) => solution.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect(),
+    }
+}
+
+/// The control built from a mentor's level-3 hint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Control {
+    /// The control hint after the guard (`None`: rejected).
+    pub hint: Option<Hint>,
+    /// The guard's rejection, if any.
+    pub rejections: Vec<GuardRejection>,
+    /// Pieces the mentor's prefix shows (0: it shows none).
+    pub mentor_cut: usize,
+    /// Pieces the control shows.
+    pub random_cut: usize,
+}
+
+/// The random-cut twin of `mentor_hint` (the mentor's level-3 hint for `task`): its forced
+/// prefix replaced by the first `m` pieces of the reference, `m` drawn uniformly (with `seed`)
+/// from the cuts a level-3 hint may make — at least one piece, never the last — other than
+/// the mentor's own; the same cut when there is no other (a two-step solution). The prefix in
+/// the hint's text is replaced the same way. A hint without a prefix (level 3 fell back to
+/// level 2: no reference, or a guard rejection) is its own control. The guard judges the
+/// result as it judged the mentor's.
+pub fn control(task: &Task, mentor_hint: &Hint, seed: u64, guard: &Guard) -> Control {
+    let Some(prefix) = mentor_hint.solution_prefix.as_deref() else {
+        return Control {
+            hint: Some(mentor_hint.clone()),
+            rejections: Vec::new(),
+            mentor_cut: 0,
+            random_cut: 0,
+        };
+    };
+    let pieces = pieces(task);
+    let n = prefix.lines().count();
+    let cuts: Vec<usize> = (1..pieces.len()).filter(|&m| m != n).collect();
+    if cuts.is_empty() {
+        return Control {
+            hint: Some(mentor_hint.clone()),
+            rejections: Vec::new(),
+            mentor_cut: n,
+            random_cut: n,
+        };
+    }
+    let m = cuts[StdRng::seed_from_u64(seed).random_range(0..cuts.len())];
+    let new_prefix = pieces[..m].join("\n");
+    let text = if mentor_hint.text.contains(prefix) {
+        mentor_hint.text.replacen(prefix, &new_prefix, 1)
+    } else {
+        mentor_hint.text.clone()
+    };
+    let hint = Hint { text, solution_prefix: Some(new_prefix), ..mentor_hint.clone() };
+    match guard.check(task, hint) {
+        GuardOutcome::Accepted(h) | GuardOutcome::Redacted { hint: h, .. } => {
+            Control { hint: Some(h), rejections: Vec::new(), mentor_cut: n, random_cut: m }
+        }
+        GuardOutcome::Rejected(r) => {
+            Control { hint: None, rejections: vec![r], mentor_cut: n, random_cut: m }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mentor_agents::GuardConfig;
+    use mentor_core::{HintLevel, HintSource, MathPayload};
+
+    use super::*;
+
+    fn task(solution: &str, answer: &str) -> Task {
+        let mut t = Task::math("t", "q", answer);
+        t.payload = Payload::Math(MathPayload { answer: answer.into(), solution: Some(solution.into()) });
+        t
+    }
+
+    fn hint(prefix: &str) -> Hint {
+        Hint {
+            level: HintLevel::PARTIAL_SOLUTION,
+            text: format!("Here is how the solution starts:\n{prefix}\nContinue from here."),
+            solution_prefix: Some(prefix.into()),
+            source: HintSource::Mentor,
+        }
+    }
+
+    const SOLUTION: &str = "She buys 3 apples.\nEach costs 2 dollars, so 6 dollars.\nShe pays 7 more for pears, 13.\nHalf is 26/2 = 13.\n#### 99";
+
+    #[test]
+    fn the_control_cuts_elsewhere_in_the_same_template() {
+        let t = task(SOLUTION, "99");
+        let guard = Guard::numeric_only(GuardConfig::default());
+        let steps = pieces(&t);
+        assert_eq!(steps.len(), 4);
+        // The mentor showed one step; the control shows two or three, in the same words.
+        for seed in 0..20 {
+            let c = control(&t, &hint(&steps[0]), seed, &guard);
+            assert_eq!(c.mentor_cut, 1);
+            assert!([2, 3].contains(&c.random_cut), "{c:?}");
+            let h = c.hint.unwrap();
+            let want = steps[..c.random_cut].join("\n");
+            assert_eq!(h.solution_prefix.as_deref(), Some(want.as_str()));
+            assert_eq!(h.text, format!("Here is how the solution starts:\n{want}\nContinue from here."));
+        }
+        let cuts: std::collections::BTreeSet<usize> =
+            (0..40).map(|s| control(&t, &hint(&steps[0]), s, &guard).random_cut).collect();
+        assert_eq!(cuts, [2, 3].into());
+        // Seeded.
+        assert_eq!(control(&t, &hint(&steps[0]), 5, &guard), control(&t, &hint(&steps[0]), 5, &guard));
+    }
+
+    #[test]
+    fn without_another_cut_or_a_prefix_the_control_is_the_mentors_hint() {
+        let t = task("A is 4.\nSo 8.\n#### 8", "8");
+        let guard = Guard::numeric_only(GuardConfig::default());
+        let h = hint("A is 4.");
+        let c = control(&t, &h, 1, &guard);
+        assert_eq!((c.hint.as_ref(), c.mentor_cut, c.random_cut), (Some(&h), 1, 1));
+        let plain = Hint { solution_prefix: None, ..h };
+        assert_eq!(control(&t, &plain, 1, &guard).hint, Some(plain));
+    }
+
+    #[test]
+    fn the_guard_judges_the_control() {
+        // Cutting after the third step shows the answer 13 (a redaction); a guard that
+        // rejects instead of redacting refuses it.
+        let t = task(SOLUTION, "13");
+        let strict = Guard::numeric_only(GuardConfig { redact: false, ..GuardConfig::default() });
+        let steps = pieces(&t);
+        let rejected =
+            (0..40).map(|s| control(&t, &hint(&steps[0]), s, &strict)).find(|c| c.random_cut == 3).unwrap();
+        assert!(rejected.hint.is_none() && rejected.rejections.len() == 1, "{rejected:?}");
+    }
+}

@@ -1,0 +1,173 @@
+//! What a rescue measurement writes: `base.jsonl` (every unhinted problem), `rescue.jsonl`
+//! (every intervention), and the summary (`summary.json`, and `--json` on stdout).
+
+use std::path::PathBuf;
+
+use mentor_core::{Diagnosis, FailureCategory, GuardRejection, Hint};
+use serde::{Deserialize, Serialize};
+
+/// The files of a measurement, in its output directory.
+pub const BASE_FILE: &str = "base.jsonl";
+/// One line per intervention.
+pub const RESCUE_FILE: &str = "rescue.jsonl";
+/// The summary.
+pub const SUMMARY_FILE: &str = "summary.json";
+/// The Markdown report.
+pub const REPORT_FILE: &str = "report.md";
+/// The bar chart of rescue rates.
+pub const CHART_FILE: &str = "rescue.svg";
+
+/// One unhinted problem (a line of `base.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaseLine {
+    /// The task id.
+    pub problem: String,
+    /// The problem's number in the run's task order (its samples' seeds).
+    pub index: u64,
+    /// The rewards of its G unhinted attempts.
+    pub rewards: Vec<f64>,
+    /// Whether every attempt failed.
+    pub collapsed: bool,
+    /// The attempts' texts.
+    pub completions: Vec<String>,
+}
+
+/// One intervention: an arm on a collapsed problem (a line of `rescue.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterventionLine {
+    /// The task id.
+    pub problem: String,
+    /// The problem's number in the run's task order.
+    pub index: u64,
+    /// The arm.
+    pub arm: String,
+    /// The level (`null`: not leveled, or with escalation).
+    pub level: Option<u8>,
+    /// The `rules` diagnosis of the problem's failed attempts (the category the breakdown
+    /// uses), the same for every arm.
+    pub category: Option<FailureCategory>,
+    /// The diagnosis the arm's own mentor reached, when it diagnoses.
+    pub diagnosis: Option<Diagnosis>,
+    /// The hints shown, in order (several with escalation; none for `retry`, or when the
+    /// guard rejected every candidate).
+    pub hints: Vec<Hint>,
+    /// Hints the guard rejected.
+    pub rejections: Vec<GuardRejection>,
+    /// What the guard redacted from the hints shown.
+    pub redactions: Vec<String>,
+    /// The hinted attempts' rewards, in order (all rounds with escalation).
+    pub rewards: Vec<f64>,
+    /// The hinted attempts' texts (after the forced prefix, when one was given).
+    pub completions: Vec<String>,
+    /// Whether a hinted attempt succeeded.
+    pub rescued: bool,
+    /// Hints that leak the answer on their own.
+    pub leaks: usize,
+    /// Tokens of each hint's text.
+    pub hint_tokens: Vec<usize>,
+    /// Seconds spent in the mentor.
+    pub mentor_seconds: f64,
+    /// `random_prefix`: reference pieces the mentor's level-3 prefix showed, and the control's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuts: Option<[usize; 2]>,
+}
+
+/// One arm row of the summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmSummary {
+    /// `retry`, `static_hints`, `refinement`, `mentor`, `random_prefix`, `llm`, `local`.
+    pub arm: String,
+    /// The hint level (`null`: not leveled, or the diagnosing arm with escalation).
+    pub level: Option<u8>,
+    /// Collapsed problems with at least one successful hinted attempt, of all collapsed
+    /// problems (a problem the arm gave no hint for counts as not rescued).
+    pub rescue_rate: f64,
+    /// Wilson 95% interval of the rescue rate.
+    pub rescue_ci: [f64; 2],
+    /// Successful hinted attempts of all hinted attempts (`null`: none sampled).
+    pub hinted_pass_rate: Option<f64>,
+    /// Accepted hints that leak the answer on their own.
+    pub leaks: usize,
+    /// Hints the guard rejected.
+    pub guard_rejections: usize,
+    /// Paired difference of rescue rates to `retry`: `[d, lo, hi]` with the bootstrap 95%
+    /// interval (`null` without a `retry` arm).
+    pub diff_vs_retry: Option<[f64; 3]>,
+    /// The same to `static_hints`.
+    pub diff_vs_static: Option<[f64; 3]>,
+    /// Problems rescued.
+    pub rescued: usize,
+    /// Problems the arm showed a hint for (`retry`: all).
+    pub hinted: usize,
+    /// Hinted attempts sampled.
+    pub samples: usize,
+    /// Mean tokens of the hints shown (`null`: none).
+    pub mean_hint_tokens: Option<f64>,
+    /// Mean seconds in the mentor per intervention (`null`: no mentor).
+    pub mentor_seconds: Option<f64>,
+}
+
+/// The rescue rates of one diagnosis category.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CategorySummary {
+    /// The `rules` diagnosis category of the problems' failed attempts.
+    pub category: String,
+    /// Collapsed problems in it.
+    pub n: usize,
+    /// Per arm row, in the summary's order.
+    pub arms: Vec<CategoryArm>,
+}
+
+/// One arm row within a category.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CategoryArm {
+    /// The arm.
+    pub arm: String,
+    /// The level.
+    pub level: Option<u8>,
+    /// Rescue rate within the category.
+    pub rescue_rate: f64,
+    /// Paired difference to `retry` within the category, with its bootstrap interval.
+    pub diff_vs_retry: Option<[f64; 3]>,
+    /// The same to `static_hints`.
+    pub diff_vs_static: Option<[f64; 3]>,
+}
+
+/// The summary of a measurement (`summary.json`; `mentor rescue --json` prints it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Problems whose G unhinted attempts all failed: the problems every arm is measured on.
+    pub collapsed: usize,
+    /// Passed unhinted attempts of all unhinted attempts.
+    pub base_pass_rate: f64,
+    /// The arm rows.
+    pub arms: Vec<ArmSummary>,
+    /// The same by diagnosis category.
+    pub by_category: Vec<CategorySummary>,
+    /// Problems sampled without hints.
+    pub problems: usize,
+    /// Attempts per problem and per intervention (G).
+    pub group_size: usize,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Most new tokens per attempt.
+    pub max_new_tokens: usize,
+    /// The learner (`model.source`).
+    pub model: String,
+    /// The training tasks (`data.train`, or the kind's training split).
+    pub data: String,
+    /// How a level-3 prefix reached the learner (`strategy.intervention.credit`).
+    pub credit: String,
+    /// `random_prefix`: collapsed problems where the control's cut differed from the mentor's.
+    pub random_prefix_distinct: usize,
+    /// Rows generated (unhinted and hinted), and their tokens.
+    pub rows: usize,
+    /// Tokens generated.
+    pub tokens: usize,
+    /// Wall-clock seconds: loading, unhinted pass, interventions.
+    pub seconds: f64,
+    /// Seconds of the unhinted pass.
+    pub base_seconds: f64,
+    /// The output directory.
+    pub dir: PathBuf,
+}

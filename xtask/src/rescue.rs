@@ -1,0 +1,39 @@
+//! `cargo xtask rescue`: the rescue measurement on real failures (`mentor rescue` with the
+//! GSM8K preset, or the MBPP one with `--mbpp`), sized to finish in about 20 minutes on 2 CPU
+//! cores. Builds the binaries as `cargo xtask test` does (so the build is shared), then runs
+//! `mentor --threads 2 rescue` from the repository root, so the results land in
+//! `runs/rescue-<set>-smollm2/`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Result;
+
+use crate::process::{cargo, repo_root, run};
+
+/// Runs the measurement; `extra` goes to `mentor rescue` (e.g. `--set rescue.collapsed=20`).
+pub fn rescue(mbpp: bool, extra: &[String]) -> Result<()> {
+    let assets = crate::assets::setup()?;
+    eprintln!("==> cargo build --workspace --bins");
+    run(cargo().args(["build", "--workspace", "--bins"]), "cargo build --bins")?;
+    let preset = if mbpp { "rescue-mbpp-smollm2" } else { "rescue-gsm8k-smollm2" };
+    let bin = target_dir().join("debug").join(format!("mentor{}", std::env::consts::EXE_SUFFIX));
+    eprintln!("==> mentor --threads 2 rescue --config {preset} {}", extra.join(" "));
+    let t0 = Instant::now();
+    let mut cmd = std::process::Command::new(bin);
+    cmd.current_dir(repo_root())
+        .args(["--threads", "2", "rescue", "--config", preset])
+        .args(extra)
+        .env(mentor_core::assets::HOME_VAR, assets.root());
+    run(&mut cmd, "mentor rescue")?;
+    eprintln!("==> rescue measurement done in {:.1} min", t0.elapsed().as_secs_f64() / 60.0);
+    Ok(())
+}
+
+/// Cargo's target directory (`$CARGO_TARGET_DIR` or `<repo>/target`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|p| if p.is_absolute() { p } else { repo_root().join(p) })
+        .unwrap_or_else(|| Path::new(&repo_root()).join("target"))
+}
