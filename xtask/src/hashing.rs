@@ -39,9 +39,7 @@ fn hex(bytes: &[u8]) -> String {
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     let dir = path.parent().context("path has no parent folder")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let tmp = dir.join(format!(".{}.tmp", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()));
-    std::fs::write(&tmp, contents).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot move {} into place", path.display()))
+    mentor_core::fs::write_atomic(path, contents).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ mod completion;
 pub mod datasets;
 mod diagnosis;
 mod error;
+pub mod fs;
 mod input_lines;
 mod mentor;
 pub mod number_words;

@@ -74,16 +74,9 @@ pub fn truncate_to_step(path: &Path, step: usize) -> Result<()> {
 
 /// Writes `bytes` to `path` through a temporary sibling and a rename: readers see the old
 /// file or the new one, never a mix.
+/// ([`mentor_core::fs::write_atomic`] with the trainer's error type.)
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(Error::io(dir))?;
-    tmp.write_all(bytes).map_err(Error::io(path))?;
-    tmp.as_file().sync_all().map_err(Error::io(path))?;
-    tmp.persist(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e.error })?;
-    Ok(())
+    mentor_core::fs::write_atomic(path, bytes).map_err(Error::io(path))
 }
 
 /// [`write_atomic`] of a value as pretty JSON.
