@@ -408,7 +408,10 @@ fn library_warnings_are_shown_and_filtered_by_log_level() {
     let metrics = lines(&root.path().join("a/metrics.jsonl"));
     let fallbacks: u64 = metrics.iter().map(|m| m["mentor_fallbacks"].as_u64().unwrap()).sum();
     let intervened: u64 = metrics.iter().map(|m| m["intervened"].as_u64().unwrap()).sum();
-    assert!(intervened > 0 && fallbacks >= intervened, "{fallbacks} fallbacks for {intervened} interventions");
+    assert!(
+        intervened > 0 && fallbacks >= intervened,
+        "{fallbacks} fallbacks for {intervened} interventions"
+    );
     let err = run(&root.path().join("b"), &["--log-level", "error"]);
     assert!(!err.contains("falling back to rules"), "{err}");
     let out = mentor()

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use mentor_core::FailureCategory;
+use mentor_core::{Domain, FailureCategory};
 use serde::Deserialize;
 
 use crate::{Error, Result};
@@ -167,11 +167,10 @@ impl Prompts {
     }
 
     /// The static baseline's hints for a domain (`math` or `code`).
-    pub fn static_hints(&self, domain: &str) -> &[String] {
-        if domain == "code" {
-            &self.statics.code
-        } else {
-            &self.statics.math
+    pub fn static_hints(&self, domain: Domain) -> &[String] {
+        match domain {
+            Domain::Code => &self.statics.code,
+            Domain::Math => &self.statics.math,
         }
     }
 }

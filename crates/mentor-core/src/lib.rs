@@ -40,7 +40,9 @@ pub use diagnosis::{Diagnosis, Evidence, FailureCategory, Hint, HintLevel, HintS
 pub use error::{DatasetError, Error, Result};
 pub use input_lines::{input_lines, InputLine, InputLines};
 pub use mentor::{Attempt, GuardRejection, Intervention, Mentor, MentorError, MentorRequest};
-pub use task::{CodeHarness, CodePayload, IoCase, MathPayload, Message, Payload, Role, Task, TaskMeta};
+pub use task::{
+    CodeHarness, CodePayload, Domain, IoCase, MathPayload, Message, Payload, Role, Task, TaskMeta,
+};
 pub use verdict::{
     AnswerSource, CodeFeedback, CodeOutcome, ExceptionInfo, FailedTest, Feedback, MathFeedback, MathOutcome,
     MathRelation, Verdict,

@@ -178,12 +178,38 @@ impl Task {
         }
     }
 
-    /// `"math"` or `"code"`: which verifier family judges this task.
-    pub fn domain(&self) -> &'static str {
+    /// Which verifier family judges this task.
+    pub fn domain(&self) -> Domain {
         match self.payload {
-            Payload::Math(_) => "math",
-            Payload::Code(_) => "code",
+            Payload::Math(_) => Domain::Math,
+            Payload::Code(_) => Domain::Code,
         }
+    }
+}
+
+/// The verifier family of a task: what its payload holds and what judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Domain {
+    /// A final answer checked by the math verifier.
+    Math,
+    /// A program run against tests in the code sandbox.
+    Code,
+}
+
+impl Domain {
+    /// `"math"` or `"code"`, as in prompt files and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Domain::Math => "math",
+            Domain::Code => "code",
+        }
+    }
+}
+
+impl std::fmt::Display for Domain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -211,7 +237,9 @@ mod tests {
         assert!(json.contains(r#""kind":"human_eval""#), "{json}");
         let back: Task = serde_json::from_str(&json).unwrap();
         assert_eq!(back, task);
-        assert_eq!(back.domain(), "code");
+        assert_eq!(back.domain(), Domain::Code);
+        assert_eq!((Domain::Code.as_str(), Domain::Math.to_string()), ("code", "math".to_string()));
+        assert_eq!(serde_json::to_string(&Domain::Math).unwrap(), "\"math\"");
         assert_eq!(back.reference_answer(), None);
         assert_eq!(back.reference_solution(), Some("    return 1\n"));
     }

@@ -1,7 +1,7 @@
 //! The verifier a task needs, chosen by its domain: the math checker for math tasks, the
 //! code sandbox (when built with the `code` feature and started) for code tasks.
 
-use mentor_core::{Task, Verdict, Verifier, VerifierError};
+use mentor_core::{Domain, Task, Verdict, Verifier, VerifierError};
 use mentor_verify_math::MathVerifier;
 
 /// Dispatches each task to the math or the code verifier.
@@ -18,12 +18,12 @@ impl<'a> DomainVerifier<'a> {
 
     fn pick(&self, task: &Task) -> Result<&dyn Verifier, VerifierError> {
         match task.domain() {
-            "code" => self.code.ok_or_else(|| VerifierError::Unsupported {
+            Domain::Code => self.code.ok_or_else(|| VerifierError::Unsupported {
                 verifier: "trainer",
                 task_id: task.id.clone(),
                 reason: "code tasks need the sandbox (a build with the `code` feature)".into(),
             }),
-            _ => Ok(&self.math),
+            Domain::Math => Ok(&self.math),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Verifier for DomainVerifier<'_> {
     fn verify_batch(&self, items: &[(&Task, &str)]) -> Vec<Result<Verdict, VerifierError>> {
         // One batch per domain so the code sandbox can run its share in parallel.
         let (code, math): (Vec<usize>, Vec<usize>) =
-            (0..items.len()).partition(|&i| items[i].0.domain() == "code");
+            (0..items.len()).partition(|&i| items[i].0.domain() == Domain::Code);
         let mut out: Vec<Option<Result<Verdict, VerifierError>>> = (0..items.len()).map(|_| None).collect();
         for idx in [math, code] {
             let Some(&first) = idx.first() else { continue };
