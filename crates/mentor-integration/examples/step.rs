@@ -17,7 +17,7 @@ use mentor_verify_math::MathVerifier;
 struct StandIn;
 
 impl Rollout for StandIn {
-    fn sample(&mut self, req: &SampleRequest<'_>) -> Result<Vec<Sample>, String> {
+    fn sample(&mut self, req: &SampleRequest<'_>) -> Result<Vec<Sample>, mentor_integration::RolloutError> {
         let text = match req.assistant_prefix {
             Some(_) => "\nShe makes 9 * 2 = 18 dollars. \\boxed{18}",
             None => "She has 16 - 3 = 13 eggs, 13 * 2 = 26. \\boxed{26}",

@@ -9,7 +9,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The rollout function failed.
     #[error("rollout failed: {0}")]
-    Rollout(String),
+    Rollout(#[source] crate::rollout::RolloutError),
     /// The verifier failed (not: judged wrong).
     #[error(transparent)]
     Verifier(#[from] mentor_core::VerifierError),

@@ -39,4 +39,4 @@ pub use hint_format::{hinted_prompt, BadHintFormat, HintFormat};
 pub use memory::{Entry as MemoryEntry, HintMemory};
 pub use monitor::{CollapseMonitor, CollapseReport, EventState, MonitorConfig, MonitorState};
 pub use plugin::{FailedAttempt, InterventionRecord, Plugin, PluginState, StepMetrics, StepOutput};
-pub use rollout::{Group, Rollout, Sample, SampleRequest, Scored, TaskSource};
+pub use rollout::{Group, Rollout, RolloutError, Sample, SampleRequest, Scored, TaskSource};

@@ -302,7 +302,7 @@ fn sample_and_verify(
     let sampled = rollout.sample_batch(requests).map_err(Error::Rollout)?;
     metrics.rollout_seconds += t0.elapsed().as_secs_f64();
     if sampled.len() != requests.len() {
-        return Err(Error::Rollout(format!(
+        return Err(Error::Invalid(format!(
             "sample_batch returned {} sample lists for {} requests",
             sampled.len(),
             requests.len()

@@ -59,6 +59,10 @@ pub struct SampleRequest<'a> {
     pub n: usize,
 }
 
+/// What a [`Rollout`] fails with: any error of the implementor's (as mentor-grpo's update
+/// closure), kept as the source of [`crate::Error::Rollout`].
+pub type RolloutError = Box<dyn std::error::Error + Send + Sync>;
+
 /// The current policy, as the plug-in sees it. Sampling must be on-policy (the weights the
 /// next update starts from) with the training sampler (temperature, top-k, top-p), and each
 /// [`Sample::logprobs`] the log-probs of the distribution the tokens were drawn from.
@@ -69,12 +73,12 @@ pub struct SampleRequest<'a> {
 /// turn through [`Rollout::sample`].
 pub trait Rollout {
     /// Samples `request.n` completions.
-    fn sample(&mut self, request: &SampleRequest<'_>) -> Result<Vec<Sample>, String>;
+    fn sample(&mut self, request: &SampleRequest<'_>) -> Result<Vec<Sample>, RolloutError>;
 
     /// Samples every request: one list per request, in request order, each of that request's
     /// `n` completions (prompt, assistant prefix and `n` are per request). The default calls
     /// [`Rollout::sample`] once per request, in order.
-    fn sample_batch(&mut self, requests: &[SampleRequest<'_>]) -> Result<Vec<Vec<Sample>>, String> {
+    fn sample_batch(&mut self, requests: &[SampleRequest<'_>]) -> Result<Vec<Vec<Sample>>, RolloutError> {
         requests.iter().map(|r| self.sample(r)).collect()
     }
 }

@@ -2,7 +2,7 @@
 //! the batched first sampling of a step's groups.
 
 use mentor_core::{Completion, FinishReason, Task, Verifier};
-use mentor_integration::{Group, Rollout, Sample, SampleRequest, Scored};
+use mentor_integration::{Group, Rollout, RolloutError, Sample, SampleRequest, Scored};
 use mentor_policy::generate::GenerateConfig;
 use mentor_policy::{Policy, Sampler};
 
@@ -107,9 +107,9 @@ impl<'a> PolicyRollout<'a> {
 
 impl Rollout for PolicyRollout<'_> {
     /// One request: [`Rollout::sample_batch`] of one.
-    fn sample(&mut self, req: &SampleRequest<'_>) -> std::result::Result<Vec<Sample>, String> {
+    fn sample(&mut self, req: &SampleRequest<'_>) -> std::result::Result<Vec<Sample>, RolloutError> {
         let mut out = self.sample_batch(std::slice::from_ref(req))?;
-        out.pop().ok_or_else(|| "the policy returned no samples for the request".to_string())
+        out.pop().ok_or_else(|| "the policy returned no samples for the request".into())
     }
 
     /// Every request in one generate call (one seed), each with its own prompt, assistant
@@ -117,8 +117,8 @@ impl Rollout for PolicyRollout<'_> {
     fn sample_batch(
         &mut self,
         requests: &[SampleRequest<'_>],
-    ) -> std::result::Result<Vec<Vec<Sample>>, String> {
-        self.draw(requests).map_err(|e| e.to_string())
+    ) -> std::result::Result<Vec<Vec<Sample>>, RolloutError> {
+        Ok(self.draw(requests)?)
     }
 }
 
@@ -250,6 +250,6 @@ mod tests {
         }
         let req = SampleRequest { task: &tasks[0], prompt: &tasks[0].prompt, assistant_prefix: None, n: 1 };
         let bad = PolicyRollout::new(&p, 1.3, 6, 9, 4).with_top(0.0, 0).sample(&req);
-        assert!(bad.unwrap_err().contains("top_p"));
+        assert!(bad.unwrap_err().to_string().contains("top_p"));
     }
 }

@@ -33,12 +33,15 @@ impl Counting {
 }
 
 impl Rollout for Counting {
-    fn sample(&mut self, req: &SampleRequest<'_>) -> Result<Vec<Sample>, String> {
+    fn sample(&mut self, req: &SampleRequest<'_>) -> Result<Vec<Sample>, mentor_integration::RolloutError> {
         self.singles += 1;
         self.inner.sample(req)
     }
 
-    fn sample_batch(&mut self, reqs: &[SampleRequest<'_>]) -> Result<Vec<Vec<Sample>>, String> {
+    fn sample_batch(
+        &mut self,
+        reqs: &[SampleRequest<'_>],
+    ) -> Result<Vec<Vec<Sample>>, mentor_integration::RolloutError> {
         self.batches.push(
             reqs.iter()
                 .map(|r| (r.task.id.clone(), shown_level(r), r.assistant_prefix.map(str::to_string), r.n))

@@ -52,7 +52,7 @@ pub fn sample(text: &str, prefix: &str) -> Sample {
 }
 
 impl Rollout for Scripted {
-    fn sample(&mut self, req: &SampleRequest<'_>) -> Result<Vec<Sample>, String> {
+    fn sample(&mut self, req: &SampleRequest<'_>) -> Result<Vec<Sample>, mentor_integration::RolloutError> {
         let level = shown_level(req);
         self.calls.push((req.task.id.clone(), level, req.assistant_prefix.is_some()));
         let need = self.needs.get(&req.task.id).copied().unwrap_or(4);

@@ -36,7 +36,7 @@ fn messages(prompt: &[mentor_core::Message]) -> Vec<mentor_policy::Message> {
 }
 
 impl Rollout for PolicyRollout<'_> {
-    fn sample(&mut self, req: &SampleRequest<'_>) -> Result<Vec<Sample>, String> {
+    fn sample(&mut self, req: &SampleRequest<'_>) -> Result<Vec<Sample>, mentor_integration::RolloutError> {
         let err = |e: mentor_policy::Error| e.to_string();
         let mut ids = self.policy.encode_chat(&messages(req.prompt)).map_err(err)?;
         let prefix_ids = match req.assistant_prefix {
