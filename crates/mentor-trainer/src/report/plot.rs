@@ -96,7 +96,7 @@ pub(crate) fn known_arm_color(arm: Arm) -> ((u8, u8, u8), &'static str) {
     }
 }
 
-/// Colour of an arm as RGB: [`known_arm_color`] for the arms of [`Arm`]; an arm this build
+/// Colour of an arm as RGB: a fixed colour for each of the arms of [`Arm`]; an arm this build
 /// does not know (a run directory from elsewhere) gets a stable colour from a fixed palette.
 pub fn arm_color(arm: &str) -> (u8, u8, u8) {
     match Arm::parse(arm) {
