@@ -8,7 +8,7 @@
 //! - `lint`: `cargo fmt --check` and `cargo clippy --all-targets -D warnings`.
 //! - `bench`: comparison benchmarks against peers (Math-Verify, ...), in release mode.
 //! - `rescue`: `mentor rescue` on SmolLM2's real GSM8K failures (MBPP with `--mbpp`): how often
-//!   each mentor turns an all-fail group into a success, in about 20 minutes on 2 cores.
+//!   each mentor turns an all-fail group into a success (sized down for 2 cores; see README).
 //!
 //! xtask never links the heavy crates; it shells out to `cargo`, `python3` and `curl`.
 
@@ -63,7 +63,7 @@ enum Command {
     /// Check formatting and clippy lints (`-D warnings`).
     Lint,
     /// Measure how often each mentor rescues SmolLM2's collapsed GSM8K problems (`mentor rescue`
-    /// with the `rescue-gsm8k-smollm2` preset; about 20 minutes on 2 cores).
+    /// with the `rescue-gsm8k-smollm2` preset: 12 collapsed problems, ~30 minutes on 2 cores).
     Rescue {
         /// The MBPP preset (code, in the sandbox) instead of GSM8K.
         #[arg(long)]
