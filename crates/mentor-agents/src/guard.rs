@@ -531,9 +531,10 @@ fn matching_brace(b: &[u8], start: usize) -> Option<usize> {
     None
 }
 
-/// Share of the reference's non-trivial lines (≥ 8 characters after normalising spaces) that
-/// appear in `shown`.
-fn reference_overlap(reference: &str, shown: &str) -> f64 {
+/// Share of the reference's non-trivial lines (≥ 8 characters after normalising spaces, not
+/// comments) that appear as lines in `shown`: the measure [`GuardConfig::max_reference_overlap`]
+/// bounds.
+pub fn reference_overlap(reference: &str, shown: &str) -> f64 {
     let norm = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
     let shown_lines: std::collections::HashSet<String> = shown.lines().map(norm).collect();
     let lines: Vec<String> =

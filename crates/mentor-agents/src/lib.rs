@@ -38,6 +38,6 @@ pub mod rules;
 pub use agents::{Diagnoser, Tutor};
 pub use baselines::{Refinement, StaticHints};
 pub use error::{Error, Result};
-pub use guard::{Guard, GuardConfig, GuardOutcome};
+pub use guard::{reference_overlap, Guard, GuardConfig, GuardOutcome};
 pub use mentor::AgentMentor;
 pub use prompts::Prompts;

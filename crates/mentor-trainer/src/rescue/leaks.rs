@@ -14,18 +14,9 @@ pub fn shown(hint: &Hint) -> String {
     }
 }
 
-/// Share of the reference's non-trivial lines (at least 8 characters after normalising
-/// spaces, not comments) that `shown` contains as lines: the guard's measure.
-pub fn reference_overlap(reference: &str, shown: &str) -> f64 {
-    let norm = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
-    let shown_lines: std::collections::HashSet<String> = shown.lines().map(norm).collect();
-    let lines: Vec<String> =
-        reference.lines().map(norm).filter(|l| l.len() >= 8 && !l.starts_with('#')).collect();
-    if lines.is_empty() {
-        return 0.0;
-    }
-    lines.iter().filter(|l| shown_lines.contains(*l)).count() as f64 / lines.len() as f64
-}
+/// Share of the reference's non-trivial lines that `shown` contains as lines: the guard's
+/// measure ([`mentor_agents::reference_overlap`]).
+pub use mentor_agents::reference_overlap;
 
 /// Whether each hint leaks its task's answer (see the module docs), judged in one batch.
 pub fn leaks(items: &[(&Task, &Hint)], verifier: &dyn Verifier, max_code_overlap: f64) -> Vec<bool> {
