@@ -308,6 +308,15 @@ fn sample_and_verify(
             requests.len()
         )));
     }
+    if let Some((i, (r, ss))) = requests.iter().zip(&sampled).enumerate().find(|(_, (r, ss))| ss.len() != r.n)
+    {
+        return Err(Error::Invalid(format!(
+            "sample_batch returned {} samples for request {i} (task `{}`), which asked for {}",
+            ss.len(),
+            r.task.id,
+            r.n
+        )));
+    }
     metrics.extra_rollouts += sampled.iter().map(Vec::len).sum::<usize>();
     let texts: Vec<Vec<String>> = requests
         .iter()

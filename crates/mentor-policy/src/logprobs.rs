@@ -37,8 +37,9 @@ pub enum Entropy {
     /// None.
     #[default]
     Off,
-    /// As a metric, outside the graph: one more pass over the logits (no `[B, C, vocab]`
-    /// tensor), and the fused log-prob kernel stays in use.
+    /// As a metric, outside the graph (no gradient flows through it). On CPU f32/f64 one more
+    /// pass over the logits (no `[B, C, vocab]` tensor) and the fused log-prob kernel stays in
+    /// use; elsewhere it is computed from the detached log-softmax of the general path.
     Metric,
     /// Differentiable (for an entropy term in a loss): the log-softmax path, which holds the
     /// `[B, C, vocab]` log-prob tensor.
@@ -125,11 +126,14 @@ impl Policy {
         } else {
             let logp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
             let lp = logp.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?.squeeze(D::Minus1)?;
-            let entropy = if opts.entropy != Entropy::Off {
-                let h = (logp.exp()? * &logp)?.sum(D::Minus1)?.neg()?;
-                Some((h * &mask)?)
-            } else {
-                None
+            let entropy_of = |logp: &Tensor| -> Result<Tensor> {
+                let h = (logp.exp()? * logp)?.sum(D::Minus1)?.neg()?;
+                Ok((h * &mask)?)
+            };
+            let entropy = match opts.entropy {
+                Entropy::Off => None,
+                Entropy::Metric => Some(entropy_of(&logp.detach())?),
+                Entropy::Differentiable => Some(entropy_of(&logp)?),
             };
             (lp, entropy)
         };

@@ -185,7 +185,8 @@ pub struct DataSection {
     /// Which tasks (and so which verifier and loader).
     pub kind: DataKind,
     /// Dataset directory laid out as `cargo xtask datasets` installs it (default:
-    /// `$MENTOR_HOME/datasets`, else `../shared/datasets` when present).
+    /// [`mentor_core::assets::locate_datasets`] from the current directory: `$MENTOR_DATASETS`,
+    /// the asset directory's `datasets/`, or a `shared/datasets` beside its ancestors).
     pub dir: Option<PathBuf>,
     /// Training tasks: `dataset:split` (e.g. `gsm8k:train`) or a JSONL file in `kind`'s
     /// format. Default: the set's training split (GSM8K and MBPP `train`); MATH-500 and

@@ -50,7 +50,10 @@ pub fn grpo_step(
         Ok(if w < t { x.pad_with_zeros(1, 0, t - w)? } else { x })
     };
     // Importance ratios only where a row carries behaviour log-probs (`stripped_is`); other
-    // rows use the current policy's (ratio 1 at the first iteration).
+    // rows use the current policy's (ratio 1 at the first iteration). The behaviour log-probs
+    // are those of the distribution actually sampled from: with top-p / top-k the truncated,
+    // renormalised softmax, while the policy's are of the full tempered softmax, so such a
+    // ratio is the true pi / mu (at most 1 for the same prompt before any update).
     let old_logps = if rows.iter().any(|r| r.behaviour_logprobs.is_some()) {
         let current = widen(policy.logprobs(&prompts, &completions, &no_grad)?.logprobs)?.to_vec2::<f32>()?;
         let merged = rows

@@ -382,3 +382,36 @@ fn the_default_sample_batch_samples_each_request_in_order() {
     let calls: Vec<(&str, bool)> = policy.calls.iter().map(|c| (c.0.as_str(), c.2)).collect();
     assert_eq!(calls, vec![("a", false), ("b", true)]);
 }
+
+/// A policy double whose batches come back one completion short per request.
+struct Short(Counting);
+
+impl Rollout for Short {
+    fn sample(&mut self, req: &SampleRequest<'_>) -> Result<Vec<Sample>, mentor_integration::RolloutError> {
+        self.0.sample(req)
+    }
+
+    fn sample_batch(
+        &mut self,
+        reqs: &[SampleRequest<'_>],
+    ) -> Result<Vec<Vec<Sample>>, mentor_integration::RolloutError> {
+        let mut out = self.0.sample_batch(reqs)?;
+        for samples in &mut out {
+            samples.pop();
+        }
+        Ok(out)
+    }
+}
+
+#[test]
+fn a_batch_with_fewer_samples_than_asked_is_an_error_not_a_short_group() {
+    let first = groups(&mut Scripted::new(&NEEDS), &tasks(), 4);
+    let mut plugin = Plugin::new(
+        Strategy::Intervene { mentor: Box::new(LevelMentor), config: cfg(Assembly::Replace) },
+        MonitorConfig::default(),
+        ScaleRewards::Group,
+    );
+    let mut policy = Short(Counting::new(&NEEDS));
+    let err = plugin.process(first, &mut policy, &MathVerifier::default(), None).unwrap_err().to_string();
+    assert!(err.contains("3 samples") && err.contains("asked for 4"), "{err}");
+}
