@@ -79,6 +79,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     mentor_core::fs::write_atomic(path, bytes).map_err(Error::io(path))
 }
 
+/// [`write_atomic`] of `lines` as a whole JSON Lines file (one compact value per line).
+pub fn write_lines<T: Serialize>(path: &Path, lines: &[T]) -> Result<()> {
+    let mut text = String::new();
+    for l in lines {
+        let s = serde_json::to_string(l).map_err(|e| Error::Jsonl {
+            path: path.to_path_buf(),
+            line: 0,
+            message: e.to_string(),
+        })?;
+        text.push_str(&s);
+        text.push('\n');
+    }
+    write_atomic(path, text.as_bytes())
+}
+
 /// [`write_atomic`] of a value as pretty JSON.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::Jsonl {

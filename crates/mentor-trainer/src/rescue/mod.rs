@@ -197,7 +197,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
     }
     let base_seconds = t_base.elapsed().as_secs_f64();
     let base_pass_rate = passed as f64 / total.max(1) as f64;
-    write_jsonl(&dir.join(records::BASE_FILE), &base_lines)?;
+    crate::jsonl::write_lines(&dir.join(records::BASE_FILE), &base_lines)?;
     note(
         &bar,
         &format!(
@@ -350,7 +350,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
             problems.iter().enumerate().map(move |(p, prob)| intervention_line(row, prob, &cells[k][p]))
         })
         .collect();
-    write_jsonl(&dir.join(records::RESCUE_FILE), &lines)?;
+    crate::jsonl::write_lines(&dir.join(records::RESCUE_FILE), &lines)?;
     let seed = mix(&[cfg.run.seed, 0xb007]);
     let arms = summarize(&rows, &cells, &(0..problems.len()).collect::<Vec<_>>(), r.bootstrap, seed);
     let by_category = by_category(&rows, &cells, &problems, r.bootstrap, seed);
@@ -569,19 +569,4 @@ fn by_category(
             CategorySummary { category, n: members.len(), arms }
         })
         .collect()
-}
-
-/// Writes `lines` as JSON Lines, atomically.
-fn write_jsonl<T: serde::Serialize>(path: &std::path::Path, lines: &[T]) -> Result<()> {
-    let mut text = String::new();
-    for l in lines {
-        let s = serde_json::to_string(l).map_err(|e| Error::Jsonl {
-            path: path.to_path_buf(),
-            line: 0,
-            message: e.to_string(),
-        })?;
-        text.push_str(&s);
-        text.push('\n');
-    }
-    crate::jsonl::write_atomic(path, text.as_bytes())
 }
