@@ -120,6 +120,8 @@ pub enum HintSource {
     Static,
     /// Post-hoc refinement: the failed answer and its feedback shown back (baseline).
     Refinement,
+    /// The task's whole reference solution, trained as an off-policy completion (baseline).
+    Reference,
 }
 
 /// An instructional prompt for the learner's next attempt.

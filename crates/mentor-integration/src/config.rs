@@ -91,6 +91,14 @@ pub enum Strategy {
         /// Most replacement groups sampled per step.
         max_refill_groups: usize,
     },
+    /// Off-policy guidance (LUFFY-style imitation): in each collapsed group, up to
+    /// `max_groups` per step, the last failed completion is replaced by the task's reference
+    /// solution (verified first); advantages are normalised inside the group as usual, so the
+    /// reference is pushed up and the failures down. No diagnosis, no hint, no extra sampling.
+    FullSolution {
+        /// Most groups given the reference per step.
+        max_groups: usize,
+    },
     /// An intervention by a mentor (MENTOR agents, static hints, or refinement).
     Intervene {
         /// Who writes the hints.
@@ -106,6 +114,7 @@ impl Strategy {
         match self {
             Strategy::Vanilla => "vanilla".into(),
             Strategy::Dapo { .. } => "dapo".into(),
+            Strategy::FullSolution { .. } => "full_solution".into(),
             Strategy::Intervene { mentor, .. } => mentor.name().to_string(),
         }
     }

@@ -229,6 +229,9 @@ impl Plugin {
             Strategy::Dapo { max_refill_groups } => {
                 dapo(groups, *max_refill_groups, g, rollout, verifier, tasks, &mut metrics)?
             }
+            Strategy::FullSolution { max_groups } => {
+                full_solution(&groups, &report.collapsed, *max_groups, rollout, verifier, &mut metrics, &mut interventions)?
+            }
             Strategy::Intervene { mentor, config } => {
                 let allowed = match config.trigger {
                     Trigger::PerGroup => true,
@@ -275,6 +278,66 @@ impl Plugin {
         metrics.rows = rows.len();
         Ok(StepOutput { rows, metrics, interventions })
     }
+}
+
+/// The `full_solution` arm: the collapsed groups (up to `max_groups`, in group order) with
+/// their last completion replaced by the verified reference solution; the rest as they are.
+fn full_solution(
+    groups: &[Group],
+    collapsed: &[usize],
+    max_groups: usize,
+    rollout: &mut dyn Rollout,
+    verifier: &dyn Verifier,
+    metrics: &mut StepMetrics,
+    records: &mut Vec<InterventionRecord>,
+) -> Result<Vec<PendingGroup>> {
+    let mut out = Vec::with_capacity(groups.len());
+    for (i, grp) in groups.iter().enumerate() {
+        let reference = grp.task.reference_solution().filter(|_| collapsed.contains(&i) && metrics.intervened < max_groups);
+        let Some(reference) = reference else {
+            out.push(plain(grp));
+            continue;
+        };
+        metrics.intervened += 1;
+        let t0 = Instant::now();
+        let sample = rollout.off_policy(&grp.task, reference).map_err(Error::Rollout)?;
+        metrics.rollout_seconds += t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        let verdict = verifier.judge_batch(&[(&grp.task, reference)]).pop().ok_or_else(|| {
+            Error::Invalid("the verifier returned no verdict for the reference solution".into())
+        })?;
+        metrics.verify_seconds += t0.elapsed().as_secs_f64();
+        let passed = verdict.passed();
+        let hint = Hint {
+            level: HintLevel::PARTIAL_SOLUTION,
+            text: "the reference solution".into(),
+            solution_prefix: Some(reference.to_string()),
+            source: mentor_core::HintSource::Reference,
+        };
+        records.push(InterventionRecord {
+            task_id: grp.task.id.clone(),
+            failed: grp.samples.iter().map(|s| FailedAttempt::of(s.verdict.feedback())).collect(),
+            diagnosis: None,
+            hints: vec![hint],
+            hinted_rewards: vec![verdict.reward()],
+            rescued: passed,
+            rejections: Vec::new(),
+            redactions: Vec::new(),
+        });
+        // A reference the verifier rejects is not a success to imitate.
+        if !passed {
+            out.push(plain(grp));
+            continue;
+        }
+        metrics.rescued += 1;
+        *metrics.levels_used.entry(HintLevel::PARTIAL_SOLUTION.get().to_string()).or_default() += 1;
+        let mut rows = plain(grp).rows;
+        rows.pop();
+        let scored = Scored { sample, verdict };
+        rows.push(row(&grp.task.id, grp.task.prompt.clone(), &scored, false, false, Some(HintLevel::PARTIAL_SOLUTION)));
+        out.push(PendingGroup { rows, baseline: None });
+    }
+    Ok(out)
 }
 
 /// An unhinted group as rows.

@@ -81,6 +81,16 @@ pub trait Rollout {
     fn sample_batch(&mut self, requests: &[SampleRequest<'_>]) -> Result<Vec<Vec<Sample>>, RolloutError> {
         requests.iter().map(|r| self.sample(r)).collect()
     }
+
+    /// `text` as a completion of `task` that the policy did not sample (the reference solution
+    /// of the `full_solution` arm): its token ids ending with the end-of-sequence id, as a
+    /// sampled completion that stopped would be. Its [`Sample::logprobs`] are the current
+    /// policy's; rows built from it are trained without an importance ratio. A rollout that
+    /// cannot tokenize says so (the default), and the arm that needs it fails the step.
+    fn off_policy(&mut self, task: &Task, text: &str) -> Result<Sample, RolloutError> {
+        let _ = (task, text);
+        Err("this rollout cannot encode off-policy completions (the `full_solution` arm needs it)".into())
+    }
 }
 
 /// More tasks, for DAPO's refill of dropped groups.

@@ -9,7 +9,7 @@ use mentor_grpo::GrpoConfig;
 use mentor_integration::{InterventionConfig, MonitorConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::curriculum::{Operands, Phase, MAX_LEVEL};
+use crate::curriculum::{Tens, Operands, Phase, Problem, MAX_LEVEL};
 use crate::error::{Error, Result};
 
 /// A whole run.
@@ -310,6 +310,11 @@ pub struct CurriculumSection {
     pub operands: Operands,
     /// Levels at which `Full` operands are used regardless of `operands` (the hard level).
     pub full_operand_levels: Vec<u32>,
+    /// Levels whose every problem holds exactly one ten column (a column summing to 10,
+    /// `4+5+1=10`; see [`crate::curriculum`]). When set, the other levels and pretraining's
+    /// targets hold none: it is the skill the model lacks. Empty: problems are drawn as they
+    /// come.
+    pub ten_levels: Vec<u32>,
 }
 
 impl Default for CurriculumSection {
@@ -318,6 +323,7 @@ impl Default for CurriculumSection {
             schedule: vec![Phase { level: 2, steps: 20 }, Phase { level: 4, steps: 100 }],
             operands: Operands::Mixed,
             full_operand_levels: vec![],
+            ten_levels: vec![],
         }
     }
 }
@@ -330,6 +336,27 @@ impl CurriculumSection {
         } else {
             self.operands
         }
+    }
+
+    /// The ten-column rule at `level` (see [`CurriculumSection::ten_levels`]).
+    pub fn tens_at(&self, level: u32) -> Tens {
+        if self.ten_levels.is_empty() {
+            Tens::Any
+        } else if self.ten_levels.contains(&level) {
+            Tens::One
+        } else {
+            Tens::None
+        }
+    }
+
+    /// Draws a level-`level` problem under the operand and ten-column rules.
+    pub fn draw(&self, level: u32, rng: &mut impl rand::Rng) -> Problem {
+        Problem::draw_with(level, self.operands_at(level), self.tens_at(level), rng)
+    }
+
+    /// A seeded stream of `count` level-`level` tasks (see [`crate::curriculum::tasks`]).
+    pub fn tasks(&self, seed: u64, level: u32, count: usize, tag: &str) -> Vec<mentor_core::Task> {
+        crate::curriculum::tasks(seed, level, self.operands_at(level), self.tens_at(level), count, tag)
     }
 }
 
@@ -414,6 +441,11 @@ pub enum Arm {
     Vanilla,
     /// Generic hints chosen at random, no diagnosis.
     StaticHints,
+    /// The mentor's level-3 hint with its cut moved to a random other step (the control of
+    /// the diagnosis: same kind of hint, undiagnosed place).
+    RandomPrefix,
+    /// The reference solution trained as an off-policy completion (LUFFY-style imitation).
+    FullSolution,
     /// MENTOR: diagnose, hint, guard.
     Mentor,
     /// DAPO dynamic sampling.
@@ -424,13 +456,23 @@ pub enum Arm {
 
 impl Arm {
     /// Every arm, in report order.
-    pub const ALL: [Arm; 5] = [Arm::Vanilla, Arm::StaticHints, Arm::Mentor, Arm::Dapo, Arm::Refinement];
+    pub const ALL: [Arm; 7] = [
+        Arm::Vanilla,
+        Arm::StaticHints,
+        Arm::RandomPrefix,
+        Arm::FullSolution,
+        Arm::Mentor,
+        Arm::Dapo,
+        Arm::Refinement,
+    ];
 
     /// The name used in configs, on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
             Arm::Vanilla => "vanilla",
             Arm::StaticHints => "static_hints",
+            Arm::RandomPrefix => "random_prefix",
+            Arm::FullSolution => "full_solution",
             Arm::Mentor => "mentor",
             Arm::Dapo => "dapo",
             Arm::Refinement => "refinement",
@@ -765,6 +807,11 @@ impl TrainConfig {
         if self.data.kind == DataKind::Curriculum {
             if self.curriculum.schedule.is_empty() {
                 return err("curriculum.schedule", "needs at least one phase".into());
+            }
+            for (i, &l) in self.curriculum.ten_levels.iter().enumerate() {
+                if !(1..=MAX_LEVEL).contains(&l) {
+                    return err(&format!("curriculum.ten_levels[{i}]"), format!("{l} (allowed: 1..={MAX_LEVEL})"));
+                }
             }
             for (i, p) in self.curriculum.schedule.iter().enumerate() {
                 if !(1..=MAX_LEVEL).contains(&p.level) {

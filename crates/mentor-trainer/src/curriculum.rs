@@ -18,6 +18,20 @@
 //! line, so the `rules` mentor can find the first line an attempt got wrong and hint the
 //! correct lines up to it. Carries make the failure position vary from problem to problem.
 //!
+//! ## Ten columns: the withheld skill
+//!
+//! A *ten column* is a column whose sum, carry included, is exactly 10: `3+7+0=10`,
+//! `4+5+1=10`. With `curriculum.ten_levels` set, pretraining never shows the model such a line
+//! as a target, the easy levels never contain one, and every problem of a ten level contains
+//! exactly one, at a column that varies from problem to problem. The model can do every other
+//! column (sums 0 to 9 and 11 to 19), so its unhinted attempts at the hard level fail at the
+//! ten column, wherever it is: at step 1 on one problem, step 3 on the next. A hint that stops
+//! before it does not help; one that shows the lines up to and including it does.
+//!
+//! (A narrower gap, carries into a digit sum of 9 only, was tried first: the model got 30% of
+//! those lines right by generalising from its other sums, and plain GRPO learned them alone.
+//! A sum of 10 is the one whose digits, `1` then `0`, it never writes.)
+//!
 //! Problems are drawn from a seeded RNG: the same seed, level and index give the same task.
 
 use mentor_core::{MathPayload, Message, Payload, Task, TaskMeta};
@@ -55,7 +69,63 @@ pub enum Operands {
     Full,
 }
 
+/// Which problems a draw accepts, by their number of ten columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tens {
+    /// Any problem.
+    Any,
+    /// Only problems without a ten column.
+    None,
+    /// Only problems with at most one.
+    AtMostOne,
+    /// Only problems with exactly one (levels of at least two digits).
+    One,
+}
+
+impl Tens {
+    fn accepts(self, n: usize) -> bool {
+        match self {
+            Tens::Any => true,
+            Tens::None => n == 0,
+            Tens::AtMostOne => n <= 1,
+            Tens::One => n == 1,
+        }
+    }
+}
+
 impl Problem {
+    /// Draws a level-`level` problem whose number of ten columns `tens` accepts (by
+    /// rejection: every level has problems with none and with one).
+    pub fn draw_with(level: u32, operands: Operands, tens: Tens, rng: &mut impl Rng) -> Problem {
+        loop {
+            let p = Problem::draw(level, operands, rng);
+            if tens.accepts(p.ten_steps().len()) {
+                return p;
+            }
+        }
+    }
+
+    /// The 0-based indices of the steps that are ten columns (a sum of exactly 10, carry
+    /// included: `3+7+0=10`, `4+5+1=10`).
+    pub fn ten_steps(&self) -> Vec<usize> {
+        let (mut a, mut b, mut carry, mut i) = (self.a, self.b, 0u64, 0usize);
+        let mut out = Vec::new();
+        loop {
+            let s = a % 10 + b % 10 + carry;
+            if s == 10 {
+                out.push(i);
+            }
+            carry = s / 10;
+            a /= 10;
+            b /= 10;
+            i += 1;
+            if a == 0 && b == 0 {
+                break;
+            }
+        }
+        out
+    }
+
     /// Draws a level-`level` problem.
     pub fn draw(level: u32, operands: Operands, rng: &mut impl Rng) -> Problem {
         let level = level.clamp(1, MAX_LEVEL);
@@ -144,11 +214,14 @@ pub fn level_at(schedule: &[Phase], step: usize) -> u32 {
     schedule.last().map_or(1, |p| p.level)
 }
 
-/// A seeded stream of tasks at one level: the `i`-th task depends only on `(seed, level, i)`.
-pub fn tasks(seed: u64, level: u32, operands: Operands, count: usize, tag: &str) -> Vec<Task> {
+/// A seeded stream of tasks at one level: the `i`-th task depends only on
+/// `(seed, level, operands, tens, i)`.
+pub fn tasks(seed: u64, level: u32, operands: Operands, tens: Tens, count: usize, tag: &str) -> Vec<Task> {
     let mut rng = StdRng::seed_from_u64(seed ^ (u64::from(level) << 48) ^ 0x5eed_c0de);
     (0..count)
-        .map(|i| Problem::draw(level, operands, &mut rng).task(format!("{tag}-L{level}-{i}"), level))
+        .map(|i| {
+            Problem::draw_with(level, operands, tens, &mut rng).task(format!("{tag}-L{level}-{i}"), level)
+        })
         .collect()
 }
 
@@ -207,14 +280,44 @@ mod tests {
 
     #[test]
     fn streams_are_seeded_and_levels_tagged() {
-        let a = tasks(3, 4, Operands::Full, 5, "train");
-        assert_eq!(a, tasks(3, 4, Operands::Full, 5, "train"));
-        assert_ne!(a, tasks(4, 4, Operands::Full, 5, "train"));
+        let a = tasks(3, 4, Operands::Full, Tens::Any, 5, "train");
+        assert_eq!(a, tasks(3, 4, Operands::Full, Tens::Any, 5, "train"));
+        assert_ne!(a, tasks(4, 4, Operands::Full, Tens::Any, 5, "train"));
         assert!(a.iter().all(|t| task_level(t) == Some(4)));
         for t in &a {
             let (x, y) = t.question().trim_end_matches('=').split_once('+').unwrap();
             assert_eq!((x.len(), y.len()), (4, 4), "{}", t.question());
         }
+    }
+
+    #[test]
+    fn ten_columns_sum_to_ten_carry_included() {
+        // 457+68: 7+8=15, 5+6+1=12, 4+0+1=5: none.
+        assert!(Problem { a: 457, b: 68 }.ten_steps().is_empty());
+        // 45+55: 5+5+0=10, then 4+5+1=10: both.
+        assert_eq!(Problem { a: 45, b: 55 }.ten_steps(), vec![0, 1]);
+        assert_eq!(Problem { a: 45, b: 55 }.steps(), vec!["5+5+0=10", "4+5+1=10"]);
+        // 9+0+1 past the end of the shorter number counts: 1999+1 (9+1+0, 9+0+1, 9+0+1, 1+0+1).
+        assert_eq!(Problem { a: 1999, b: 1 }.ten_steps(), vec![0, 1, 2]);
+        // A digit sum of 9 without a carry in is not one; 11 is not either.
+        assert!(Problem { a: 45, b: 54 }.ten_steps().is_empty());
+        assert!(Problem { a: 56, b: 65 }.ten_steps().is_empty());
+    }
+
+    #[test]
+    fn one_ten_levels_put_the_ten_at_varying_steps() {
+        let ts = tasks(7, 4, Operands::Full, Tens::One, 400, "t");
+        let mut at = [0usize; 5];
+        for t in &ts {
+            let (x, y) = t.question().trim_end_matches('=').split_once('+').unwrap();
+            let p = Problem { a: x.parse().unwrap(), b: y.parse().unwrap() };
+            let c = p.ten_steps();
+            assert_eq!(c.len(), 1, "{}", t.question());
+            at[c[0]] += 1;
+        }
+        assert!(at[..4].iter().all(|&n| n > 50), "every column hosts the ten: {at:?}");
+        let none = tasks(7, 4, Operands::Full, Tens::None, 100, "t");
+        assert!(none.iter().all(|t| !t.reference_solution().unwrap().contains("=10\n")));
     }
 
     proptest! {

@@ -20,6 +20,7 @@ pub mod eval;
 pub mod jsonl;
 pub mod policy;
 pub mod pretrain;
+pub mod random_prefix;
 pub mod report;
 pub mod rescue;
 pub mod rollout;

@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{CurriculumSection, PretrainSection};
-use crate::curriculum::Problem;
+use crate::curriculum::{Tens, Problem};
 use crate::error::Result;
 use crate::policy::{messages, mix};
 
@@ -47,11 +47,20 @@ fn example(
     let hinted = !texts.is_empty() && rng.random_bool(cfg.hinted_fraction);
     let levels = if hinted { &cfg.hinted_levels } else { &cfg.unhinted_levels };
     let level = levels[rng.random_range(0..levels.len())];
-    let p = Problem::draw(level, curriculum.operands_at(level), rng);
+    // With ten columns withheld, no ten line is ever a target: plain examples hold none,
+    // hinted ones at most one, always inside the given lines.
+    let withheld = !curriculum.ten_levels.is_empty();
+    let tens = match (withheld, hinted) {
+        (false, _) => Tens::Any,
+        (true, false) => Tens::None,
+        (true, true) => Tens::AtMostOne,
+    };
+    let p = Problem::draw_with(level, curriculum.operands_at(level), tens, rng);
     let task = p.task("pretrain", level);
     let (prompt_msgs, given, rest) = if hinted {
         let steps = p.steps();
-        let k = rng.random_range(1..=steps.len());
+        let first = p.ten_steps().first().map_or(1, |&c| c + 1);
+        let k = rng.random_range(first..=steps.len());
         let given = steps[..k].join("\n");
         let rest = p.solution()[given.len()..].to_string();
         let text = texts[rng.random_range(0..texts.len())].clone();
@@ -190,18 +199,67 @@ pub fn pretrain(
     Ok(recent.iter().sum::<f64>() / recent.len().max(1) as f64)
 }
 
+/// What a probe row gives the model after the hint marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "lines")]
+pub enum ProbeCut {
+    /// The first `n` reference lines (0: a plain problem, no marker).
+    Lines(usize),
+    /// The lines before the problem's ten column (it must write that line itself).
+    BeforeTen,
+    /// The lines up to and including the ten column.
+    ThroughTen,
+}
+
+impl ProbeCut {
+    /// The number of lines given for `p`, whose steps are `steps`.
+    fn lines(self, p: &Problem, steps: usize) -> usize {
+        let ten = p.ten_steps().first().copied();
+        match self {
+            ProbeCut::Lines(n) => n.min(steps),
+            ProbeCut::BeforeTen => ten.unwrap_or(0),
+            ProbeCut::ThroughTen => ten.map_or(0, |c| c + 1),
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeCut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeCut::Lines(0) => write!(f, "no hint"),
+            ProbeCut::Lines(1) => write!(f, "1 reference line given"),
+            ProbeCut::Lines(n) => write!(f, "{n} reference lines given"),
+            ProbeCut::BeforeTen => write!(f, "the lines before the ten column given"),
+            ProbeCut::ThroughTen => write!(f, "the lines through the ten column given"),
+        }
+    }
+}
+
 /// One row of the pretraining probe.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProbeRow {
     /// Level.
     pub level: u32,
-    /// Reference lines given after a hint marker (0: a plain problem).
-    pub given: usize,
+    /// What was given after the hint marker.
+    pub cut: ProbeCut,
     /// Greedy accuracy.
     pub accuracy: f64,
+    /// Accuracy of one sample per problem at the training temperature.
+    pub sampled: f64,
+    /// Of the greedy failures, the share whose first wrong line is the problem's ten column
+    /// (`None`: no failure, or no ten column).
+    pub fail_at_ten: Option<f64>,
 }
 
-/// Greedy accuracy at each level, plain and with the first `given` lines hinted.
+/// Index of the first line of `text` that differs from the reference `steps` (the answer line
+/// counts as one more step); `None` if the text reproduces them all.
+fn first_wrong_line(steps: &[String], answer_line: &str, text: &str) -> Option<usize> {
+    let want = steps.iter().map(String::as_str).chain(std::iter::once(answer_line));
+    let mut got = text.lines();
+    want.enumerate().find(|(_, w)| got.next() != Some(*w)).map(|(i, _)| i)
+}
+
+/// Greedy (and sampled) accuracy at each level under each cut.
 #[allow(clippy::too_many_arguments)]
 pub fn probe(
     policy: &Policy,
@@ -209,28 +267,38 @@ pub fn probe(
     prompts: &mentor_agents::Prompts,
     format: &HintFormat,
     levels: &[u32],
-    given: &[usize],
+    cuts: &[ProbeCut],
     problems: usize,
     seed: u64,
     max_new_tokens: usize,
+    temperature: f64,
 ) -> Result<Vec<ProbeRow>> {
     let verifier = mentor_verify_math::MathVerifier::default();
     let text = prompts.render_hint("math", 3).unwrap_or_else(|| "continue".into());
-    let cfg = GenerateConfig { sampler: Sampler::greedy(), max_new_tokens, ..GenerateConfig::default() };
+    let greedy = GenerateConfig { sampler: Sampler::greedy(), max_new_tokens, ..GenerateConfig::default() };
+    let sampled = GenerateConfig {
+        sampler: Sampler { temperature, ..Sampler::greedy() },
+        max_new_tokens,
+        seed: mix(&[seed, 0x5a4b]),
+        ..GenerateConfig::default()
+    };
     let mut rows = Vec::new();
     for &level in levels {
         let mut rng = StdRng::seed_from_u64(mix(&[seed, 0x9b0be, u64::from(level)]));
-        let ps: Vec<Problem> =
-            (0..problems).map(|_| Problem::draw(level, curriculum.operands_at(level), &mut rng)).collect();
-        for &k in given {
+        let ps: Vec<Problem> = (0..problems).map(|_| curriculum.draw(level, &mut rng)).collect();
+        let has_ten = ps.iter().any(|p| !p.ten_steps().is_empty());
+        for &cut in cuts {
+            if matches!(cut, ProbeCut::BeforeTen | ProbeCut::ThroughTen) && !has_ten {
+                continue;
+            }
             let mut ids = Vec::with_capacity(ps.len());
             let mut starts = Vec::with_capacity(ps.len());
             for p in &ps {
                 let task = p.task("probe", level);
                 let steps = p.steps();
-                let k = k.min(steps.len());
+                let k = cut.lines(p, steps.len());
                 let start = steps[..k].join("\n");
-                let msgs = if k == 0 {
+                let msgs = if cut == ProbeCut::Lines(0) {
                     task.prompt.clone()
                 } else {
                     let hint = Hint {
@@ -244,17 +312,40 @@ pub fn probe(
                 let mut x = policy.encode_chat(&messages(&msgs))?;
                 x.extend(policy.tokenizer().encode(&start)?);
                 ids.push(x);
-                starts.push((task, start));
+                starts.push((task, start, *p));
             }
-            let gens = policy.generate(&ids, &cfg)?;
-            let ok = gens
-                .iter()
-                .zip(&starts)
-                .filter(|(g, (task, start))| {
-                    verifier.verify(task, &format!("{start}{}", g.text)).map(|v| v.passed()).unwrap_or(false)
-                })
-                .count();
-            rows.push(ProbeRow { level, given: k, accuracy: ok as f64 / ps.len().max(1) as f64 });
+            let passed = |gens: &[mentor_policy::Generation]| -> Vec<bool> {
+                gens.iter()
+                    .zip(&starts)
+                    .map(|(g, (task, start, _))| {
+                        verifier.verify(task, &format!("{start}{}", g.text)).map(|v| v.passed()).unwrap_or(false)
+                    })
+                    .collect()
+            };
+            let g = policy.generate(&ids, &greedy)?;
+            let ok = passed(&g);
+            let s = policy.generate(&ids, &sampled)?;
+            let sampled_ok = passed(&s).into_iter().filter(|&b| b).count();
+            let (mut failed, mut at_ten) = (0usize, 0usize);
+            for ((gen, (_, start, p)), ok) in g.iter().zip(&starts).zip(&ok) {
+                let Some(&ten) = p.ten_steps().first() else { continue };
+                if *ok {
+                    continue;
+                }
+                failed += 1;
+                let full = format!("{start}{}", gen.text);
+                if first_wrong_line(&p.steps(), &format!("A:{}", p.answer()), &full) == Some(ten) {
+                    at_ten += 1;
+                }
+            }
+            let n = ps.len().max(1) as f64;
+            rows.push(ProbeRow {
+                level,
+                cut,
+                accuracy: ok.iter().filter(|&&b| b).count() as f64 / n,
+                sampled: sampled_ok as f64 / n,
+                fail_at_ten: (failed > 0).then(|| at_ten as f64 / failed as f64),
+            });
         }
     }
     Ok(rows)

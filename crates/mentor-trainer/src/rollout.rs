@@ -120,6 +120,31 @@ impl Rollout for PolicyRollout<'_> {
     ) -> std::result::Result<Vec<Vec<Sample>>, RolloutError> {
         Ok(self.draw(requests)?)
     }
+
+    /// The text's tokens and the end-of-sequence id, with the current policy's log-probs of
+    /// them under the task's plain prompt (one forward pass).
+    fn off_policy(&mut self, task: &Task, text: &str) -> std::result::Result<Sample, RolloutError> {
+        let tok = self.policy.tokenizer();
+        let mut ids = tok.encode(text)?;
+        ids.extend(tok.stop_ids().first());
+        let prompt = self.policy.encode_chat(&messages(&task.prompt))?;
+        let out = self.policy.logprobs(
+            &[prompt],
+            std::slice::from_ref(&ids),
+            &mentor_policy::LogProbOptions::default(),
+        )?;
+        let logprobs: Vec<f32> = out.logprobs.squeeze(0)?.to_vec1()?;
+        Ok(Sample {
+            completion: Completion {
+                task_id: task.id.clone(),
+                text: text.to_string(),
+                finish_reason: FinishReason::Stop,
+            },
+            prefix_ids: Vec::new(),
+            logprobs: logprobs[..ids.len().min(logprobs.len())].to_vec(),
+            ids,
+        })
+    }
 }
 
 /// Scores sampled groups with `verifier` (in one batch).

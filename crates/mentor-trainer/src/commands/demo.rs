@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 pub use crate::cli::DemoArgs;
 use crate::config::TrainConfig;
 use crate::curriculum::Phase;
-use crate::pretrain::{pretrain, probe, ProbeRow};
+use crate::pretrain::{pretrain, probe, ProbeCut, ProbeRow};
 use crate::report::{load_run, write_report};
 use crate::train::prompts;
 
@@ -46,12 +46,24 @@ struct Job {
     from: Option<PathBuf>,
 }
 
+/// Bumped whenever the code changes what pretraining produces from the same settings (the
+/// curriculum's problems, the examples' layout), so a cached model from older code is not
+/// reused. 2: ten columns withheld.
+const PRETRAIN_FORMAT: u32 = 2;
+
 fn key_of(cfg: &TrainConfig) -> Result<String> {
     // What pretraining reads, not the RL schedule.
-    let operands = (&cfg.curriculum.operands, &cfg.curriculum.full_operand_levels);
+    let operands = (&cfg.curriculum.operands, &cfg.curriculum.full_operand_levels, &cfg.curriculum.ten_levels);
     let format = &cfg.strategy.intervention.hint_format;
-    let shaping =
-        (&cfg.model, &cfg.pretrain, operands, &cfg.mentor.prompts, format, env!("CARGO_PKG_VERSION"));
+    let shaping = (
+        &cfg.model,
+        &cfg.pretrain,
+        operands,
+        &cfg.mentor.prompts,
+        format,
+        env!("CARGO_PKG_VERSION"),
+        PRETRAIN_FORMAT,
+    );
     let text = serde_json::to_string(&shaping)?;
     Ok(format!("{:x}", Sha256::digest(text.as_bytes())))
 }
@@ -212,23 +224,32 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
     levels.push(hard);
     levels.sort_unstable();
     levels.dedup();
+    let cuts = [
+        ProbeCut::Lines(0),
+        ProbeCut::Lines(1),
+        ProbeCut::Lines(2),
+        ProbeCut::BeforeTen,
+        ProbeCut::ThroughTen,
+    ];
     let probe = probe(
         &policy,
         &cfg.curriculum,
         &p,
         format,
         &levels,
-        &[0, 1, 2, 3],
+        &cuts,
         100,
         0,
         cfg.sampling.max_new_tokens,
+        cfg.sampling.temperature,
     )?;
     policy.save(&dir)?;
     let meta = PretrainMeta { key, loss, seconds: t0.elapsed().as_secs_f64(), probe };
     crate::jsonl::write_json(&meta_path, &meta)?;
-    say(mp, format!("pretrained in {:.0} s (loss {loss:.3}); greedy probe:", meta.seconds));
+    say(mp, format!("pretrained in {:.0} s (loss {loss:.3}); probe (greedy / sampled accuracy):", meta.seconds));
     for r in &meta.probe {
-        say(mp, format!("  level {} with {} reference line(s) given: {:.2}", r.level, r.given, r.accuracy));
+        let at = r.fail_at_ten.map_or(String::new(), |f| format!("; {:.0}% of failures at the ten column", f * 100.0));
+        say(mp, format!("  level {}, {}: {:.2} / {:.2}{at}", r.level, r.cut, r.accuracy, r.sampled));
     }
     Ok(dir)
 }

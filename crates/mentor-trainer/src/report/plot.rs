@@ -90,6 +90,8 @@ pub(crate) fn known_arm_color(arm: Arm) -> ((u8, u8, u8), &'static str) {
     match arm {
         Arm::Vanilla => ((64, 64, 64), "grey"),
         Arm::StaticHints => ((255, 127, 14), "orange"),
+        Arm::RandomPrefix => ((214, 39, 40), "red"),
+        Arm::FullSolution => ((140, 86, 75), "brown"),
         Arm::Mentor => ((31, 119, 180), "blue"),
         Arm::Dapo => ((44, 160, 44), "green"),
         Arm::Refinement => ((148, 103, 189), "purple"),

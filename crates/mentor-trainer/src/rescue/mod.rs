@@ -6,7 +6,7 @@
 //! collapsed set. For every collapsed problem each arm ([`config::RescueArm`]) produces its
 //! intervention — nothing (`retry`), a static hint, a refinement prompt, the `rules` mentor's
 //! hint at each level and with escalation, the random-cut control of level 3
-//! ([`random_prefix`]), an `llm`/`local` mentor — and the learner samples G second attempts,
+//! ([`crate::random_prefix`]), an `llm`/`local` mentor — and the learner samples G second attempts,
 //! row `g` of problem `p` seeded by `(seed, p, g)` whatever the arm
 //! ([`sampling::PairedSampler`]): arms differ only by what they show, so their rescue rates
 //! are compared problem by problem ([`stats`]). Every accepted hint is checked for leaks on
@@ -18,7 +18,6 @@
 pub mod arms;
 pub mod config;
 pub mod leaks;
-pub mod random_prefix;
 pub mod records;
 pub mod report;
 pub mod sampling;
@@ -251,7 +250,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
                     match &l3.hint {
                         Some(h) => {
                             let seed = mix(&[cfg.run.seed, 0x7a9d, prob.index]);
-                            let c = random_prefix::control(prob.task, h, seed, &mentors.guard);
+                            let c = crate::random_prefix::control(prob.task, h, seed, &mentors.guard);
                             cell.cuts = Some([c.mentor_cut, c.random_cut]);
                             distinct += usize::from(c.mentor_cut != c.random_cut);
                             Asked {

@@ -1,5 +1,5 @@
 //! The arms: the strategy plug-in each `strategy.arm` builds (vanilla, DAPO, static hints,
-//! refinement, the mentor on its backends) and the hint templates it uses.
+//! random prefix, full solution, refinement, the mentor on its backends) and the hint templates it uses.
 
 use std::sync::Arc;
 
@@ -67,6 +67,14 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
         Arm::StaticHints => {
             plain(intervene(Box::new(StaticHints::with_prompts(prompts(cfg)?, cfg.run.seed))))
         }
+        Arm::RandomPrefix => plain(intervene(Box::new(crate::random_prefix::RandomPrefix::new(
+            Box::new(AgentMentor::rules_with(prompts(cfg)?, guard())),
+            guard(),
+            cfg.run.seed,
+        )))),
+        Arm::FullSolution => plain(Strategy::FullSolution {
+            max_groups: cfg.strategy.intervention.max_interventions_per_step,
+        }),
         Arm::Refinement => {
             plain(intervene(Box::new(Refinement::new(guard(), cfg.strategy.refinement_quote_chars))))
         }

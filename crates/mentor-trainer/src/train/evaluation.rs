@@ -6,7 +6,6 @@ use mentor_policy::Policy;
 
 use super::tasks::Tasks;
 use crate::config::TrainConfig;
-use crate::curriculum;
 use crate::error::Result;
 use crate::eval::{evaluate, EvalRow};
 use crate::policy::mix;
@@ -19,7 +18,7 @@ pub fn eval_sets(cfg: &TrainConfig, tasks: &Tasks) -> Vec<(u32, Vec<Task>)> {
             .into_iter()
             .map(|l| {
                 let seed = mix(&[cfg.run.seed, 0xe7a1]);
-                (l, curriculum::tasks(seed, l, cfg.curriculum.operands_at(l), cfg.eval.problems, "eval"))
+                (l, cfg.curriculum.tasks(seed, l, cfg.eval.problems, "eval"))
             })
             .collect(),
         Tasks::Dataset { eval, .. } if !eval.is_empty() => vec![(0, eval.clone())],

@@ -132,7 +132,7 @@ pub(super) fn step_tasks(cfg: &TrainConfig, tasks: &Tasks, step: usize) -> Vec<T
             let mut rng = StdRng::seed_from_u64(mix(&[cfg.run.seed, 0x7a1, step as u64]));
             (0..n)
                 .map(|i| {
-                    curriculum::Problem::draw(level, cfg.curriculum.operands_at(level), &mut rng)
+                    cfg.curriculum.draw(level, &mut rng)
                         .task(format!("s{step}-{i}"), level)
                 })
                 .collect()
@@ -171,8 +171,7 @@ impl TaskSource for Refill<'_> {
         match self.tasks {
             Tasks::Curriculum => {
                 let level = curriculum::level_at(&self.cfg.curriculum.schedule, self.step);
-                let p =
-                    curriculum::Problem::draw(level, self.cfg.curriculum.operands_at(level), &mut self.rng);
+                let p = self.cfg.curriculum.draw(level, &mut self.rng);
                 Some(p.task(format!("s{}-r{}", self.step, self.drawn), level))
             }
             Tasks::Dataset { train, .. } => {

@@ -2,10 +2,13 @@
 //! first steps of the reference solution — but cut at a random step instead of the one the
 //! diagnosis located. If the diagnosed cut is what makes level 3 work, the mentor beats this
 //! control; if any reference prefix does as well, it does not.
+//!
+//! [`control`] makes the twin of one hint (`mentor rescue`); [`RandomPrefix`] is the training
+//! arm `random_prefix`, a mentor whose every level-3 hint is replaced by its twin.
 
 use mentor_agents::rules::reference_steps;
 use mentor_agents::{Guard, GuardOutcome};
-use mentor_core::{GuardRejection, Hint, Payload, Task};
+use mentor_core::{GuardRejection, Hint, Intervention, Mentor, MentorError, MentorRequest, Payload, Task};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -74,6 +77,46 @@ pub fn control(task: &Task, mentor_hint: &Hint, seed: u64, guard: &Guard) -> Con
         GuardOutcome::Rejected(r) => {
             Control { hint: None, rejections: vec![r], mentor_cut: n, random_cut: m }
         }
+    }
+}
+
+/// The `random_prefix` training arm: `inner` (the rules mentor) diagnoses and writes its
+/// hint, then [`control`] moves the hint's cut to a random other step. The hint budget is the
+/// mentor's kind (the first reference steps, in the same template); only the place of the cut
+/// ignores the diagnosis. The cut is drawn from `seed`, the task id and the number of earlier
+/// hints of the group, so a run repeats.
+pub struct RandomPrefix {
+    inner: Box<dyn Mentor>,
+    guard: Guard,
+    seed: u64,
+}
+
+impl RandomPrefix {
+    /// The control of `inner`, its hints judged by `guard`.
+    pub fn new(inner: Box<dyn Mentor>, guard: Guard, seed: u64) -> Self {
+        Self { inner, guard, seed }
+    }
+}
+
+impl Mentor for RandomPrefix {
+    fn name(&self) -> &str {
+        "random_prefix"
+    }
+
+    fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
+        let mut out = self.inner.intervene(request)?;
+        if let Some(hint) = out.hint.take() {
+            let seed = crate::policy::mix(&[
+                self.seed,
+                0xc0_47_50_1,
+                request.task.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)),
+                request.previous_hints.len() as u64,
+            ]);
+            let c = control(request.task, &hint, seed, &self.guard);
+            out.hint = c.hint;
+            out.rejections.extend(c.rejections);
+        }
+        Ok(out)
     }
 }
 
