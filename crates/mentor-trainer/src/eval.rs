@@ -31,6 +31,11 @@ pub struct EvalRow {
     /// mean@k, when `k > 0`: the fraction of all sampled completions that are correct.
     #[serde(default)]
     pub meank: Option<f64>,
+    /// Greedy pass/fail of each problem, in evaluation-set order (`pass1` is the share of
+    /// `true`). The set depends only on the run's seed, so the vectors of two arms of one seed
+    /// are paired problem by problem. Empty in rows written before it was recorded.
+    #[serde(default)]
+    pub correct: Vec<bool>,
 }
 
 /// How pass@k is measured: `samples >= k` completions per problem at `temperature`.
@@ -93,7 +98,9 @@ pub fn evaluate(
         GenerateConfig { sampler: Sampler::greedy(), max_new_tokens, seed, ..GenerateConfig::default() };
     let texts = generate_all(policy, tasks, 1, &greedy)?;
     let items: Vec<(&Task, &str)> = tasks.iter().zip(&texts).map(|(t, s)| (t, s.as_str())).collect();
-    let pass = verifier.verify_batch(&items).into_iter().filter(|v| matches!(v, Ok(v) if v.passed())).count();
+    let correct: Vec<bool> =
+        verifier.verify_batch(&items).into_iter().map(|v| matches!(v, Ok(v) if v.passed())).collect();
+    let pass = correct.iter().filter(|&&c| c).count();
     let n = tasks.len();
     let pass1 = pass as f64 / n.max(1) as f64;
     let (passk, meank) = if k > 0 {
@@ -107,23 +114,53 @@ pub fn evaluate(
         let items: Vec<(&Task, &str)> =
             texts.iter().enumerate().map(|(i, s)| (&tasks[i / samples], s.as_str())).collect();
         let verdicts = verifier.verify_batch(&items);
-        let correct: Vec<usize> = verdicts
+        let right: Vec<usize> = verdicts
             .chunks(samples)
             .map(|vs| vs.iter().filter(|v| matches!(v, Ok(v) if v.passed())).count())
             .collect();
         let denom = n.max(1) as f64;
-        let passk = correct.iter().map(|&c| pass_at_k(samples, c, k)).sum::<f64>() / denom;
-        let meank = correct.iter().sum::<usize>() as f64 / (denom * samples as f64);
+        let passk = right.iter().map(|&c| pass_at_k(samples, c, k)).sum::<f64>() / denom;
+        let meank = right.iter().sum::<usize>() as f64 / (denom * samples as f64);
         (Some(passk), Some(meank))
     } else {
         (None, None)
     };
-    Ok(EvalRow { step, level, n, pass1, k, passk, samples: if k > 0 { samples } else { 0 }, meank })
+    Ok(EvalRow { step, level, n, pass1, k, passk, samples: if k > 0 { samples } else { 0 }, meank, correct })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::pass_at_k;
+    use super::{pass_at_k, EvalRow};
+
+    #[test]
+    fn eval_rows_without_per_problem_outcomes_still_read_back() {
+        // An `eval.jsonl` line written before `correct` was recorded.
+        let old = r#"{"step":40,"level":4,"n":3,"pass1":0.5,"k":4,"passk":0.75,"samples":8,"meank":0.5}"#;
+        let row: EvalRow = serde_json::from_str(old).unwrap();
+        assert_eq!((row.step, row.n, row.pass1, row.correct.len()), (40, 3, 0.5, 0));
+        // Older still: no `samples` / `meank` either.
+        let older: EvalRow =
+            serde_json::from_str(r#"{"step":0,"level":1,"n":2,"pass1":0.0,"k":0,"passk":null}"#).unwrap();
+        assert!(older.correct.is_empty() && older.meank.is_none());
+    }
+
+    #[test]
+    fn per_problem_outcomes_round_trip_in_order() {
+        let row = EvalRow {
+            step: 7,
+            level: 4,
+            n: 3,
+            pass1: 2.0 / 3.0,
+            k: 0,
+            passk: None,
+            samples: 0,
+            meank: None,
+            correct: vec![true, false, true],
+        };
+        let line = serde_json::to_string(&row).unwrap();
+        assert!(line.contains(r#""correct":[true,false,true]"#), "{line}");
+        assert_eq!(serde_json::from_str::<EvalRow>(&line).unwrap(), row);
+    }
 
     #[test]
     fn pass_at_k_matches_hand_computed_values() {

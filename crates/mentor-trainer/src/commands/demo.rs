@@ -345,21 +345,49 @@ pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
     let report_dir = out.join("report");
     let summary =
         write_report(&runs, &report_dir, "MENTOR demo: zero-reward collapse after a difficulty jump")?;
+    let summary_json = report_dir.join(crate::report::SUMMARY_JSON);
+    crate::jsonl::write_json(&summary_json, &summary.paired)?;
     let secs = started.elapsed().as_secs_f64();
     let fmt = |a: &Option<crate::report::Agg>| {
         a.as_ref().map_or("–".to_string(), |a| format!("{:.3} ({:.3}–{:.3})", a.mean, a.min, a.max))
     };
-    eprintln!("\n{:<14} {:>26} {:>26} {:>22}", "arm", "final hard pass@1", "ZRF after jump", "interventions");
+    let pct = format!("{:.0}%", summary.paired.bootstrap.level * 100.0);
+    eprintln!(
+        "\n{:<14} {:>26} {:>24} {:>26} {:>22}",
+        "arm",
+        "final hard pass@1",
+        format!("mean [{pct} CI]"),
+        "ZRF after jump",
+        "interventions"
+    );
     for row in &summary.table {
+        let ci = summary.paired.arms.iter().find(|a| a.arm == row.arm).map_or("–".to_string(), |a| {
+            crate::report::paired::mean_ci(a.mean_final_accuracy, a.ci_low, a.ci_high)
+        });
         eprintln!(
-            "{:<14} {:>26} {:>26} {:>22}",
+            "{:<14} {:>26} {:>24} {:>26} {:>22}",
             row.arm,
             fmt(&row.pass1),
+            ci,
             fmt(&row.mean_zrf),
             row.interventions.as_ref().map_or("–".into(), |a| format!("{:.0}", a.mean))
         );
     }
-    eprintln!("\ndemo finished in {:.1} min; report: {}", secs / 60.0, summary.markdown.display());
+    for p in &summary.paired.paired {
+        eprintln!(
+            "  {} − {}: {} over {} paired seed(s)",
+            p.arm,
+            p.versus,
+            crate::report::paired::mean_ci(p.mean_difference, p.ci_low, p.ci_high),
+            p.seeds
+        );
+    }
+    eprintln!(
+        "\ndemo finished in {:.1} min; report: {}; summary: {}",
+        secs / 60.0,
+        summary.markdown.display(),
+        summary_json.display()
+    );
     if args.json {
         let rows: Vec<serde_json::Value> = summary
             .table
@@ -374,7 +402,12 @@ pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
                 })
             })
             .collect();
-        println!("{}", serde_json::json!({"report": summary.markdown, "seconds": secs, "arms": rows}));
+        println!(
+            "{}",
+            serde_json::json!({
+                "report": summary.markdown, "summary": summary_json, "seconds": secs, "arms": rows,
+            })
+        );
     }
     Ok(())
 }

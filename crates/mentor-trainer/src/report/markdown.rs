@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::hints::{ArmHints, HintExample, EXAMPLES_PER_CELL, NO_DIAGNOSIS};
+use super::paired::{markdown_section, PairedSummary};
 use super::plot::{known_arm_color, SMOOTH_WINDOW};
 use super::stats::{Agg, ArmRow, RunStats, DYNAMICS, REWARD, ZRF};
 use crate::config::Arm;
@@ -20,11 +21,12 @@ pub struct PlotLink {
     pub caption: String,
 }
 
-/// Renders the whole report.
+/// Renders the whole report (the paired section only when some run has a final accuracy).
 pub fn render(
     title: &str,
     runs: &[RunStats],
     arms: &[ArmRow],
+    paired: &PairedSummary,
     hints: &[ArmHints],
     plots: &[PlotLink],
 ) -> String {
@@ -32,6 +34,7 @@ pub fn render(
     md.push_str(&intro(runs.len()));
     md.push_str(&run_table(runs));
     md.push_str(&arm_section(arms));
+    md.push_str(&markdown_section(paired));
     md.push_str(&dynamics_table(runs));
     md.push_str(&hint_section(hints));
     md.push_str(&plot_notes(plots));
@@ -332,6 +335,7 @@ mod tests {
     use super::*;
     use crate::report::fixtures::{intervention, mentor, run, step};
     use crate::report::hints::hint_tables;
+    use crate::report::paired::{paired_summary, Bootstrap};
     use crate::report::stats::FinalEval;
     use mentor_core::FailureCategory;
 
@@ -356,8 +360,13 @@ mod tests {
                 pass1: Some(p),
                 k: Some(4),
                 passk: None,
+                correct: None,
             }),
         }
+    }
+
+    fn empty_paired() -> PairedSummary {
+        paired_summary(&[], Bootstrap::default())
     }
 
     #[test]
@@ -393,7 +402,8 @@ mod tests {
             passk: None,
         }];
         let links = vec![PlotLink { file_name: "reward.svg".into(), caption: "Reward [smoothed]".into() }];
-        let md = render("  My report ", &runs, &arms, &[], &links);
+        let paired = paired_summary(&runs, Bootstrap::default());
+        let md = render("  My report ", &runs, &arms, &paired, &[], &links);
         assert!(md.starts_with("# My report\n"));
         assert!(md.contains(
             "| mentor-s0 | mentor | 0 | 40 | 0.300 | 0.125 | 12 | 3 | 0.250 | 39 | 4 | 0.200 | 4 | – |"
@@ -407,11 +417,18 @@ mod tests {
         assert!(md.contains("## What the plots show"));
         assert!(md.contains("![Reward smoothed](reward.svg)"));
         assert!(!md.contains("## Hints"));
+        // The paired section: seed 0's accuracy, seed 1 without an evaluation, no interval
+        // (the runs recorded no per-problem outcomes).
+        assert!(md.contains("## Paired comparison"), "{md}");
+        assert!(
+            md.contains("| seed | mentor |\n|---:|---:|\n| 0 | 0.200 |\n| mean [95% CI] | 0.200 [–] |"),
+            "{md}"
+        );
     }
 
     #[test]
     fn plot_notes_name_every_arms_colour() {
-        let md = render("t", &[], &[], &[], &[]);
+        let md = render("t", &[], &[], &empty_paired(), &[], &[]);
         for arm in Arm::ALL {
             let (_, colour) = known_arm_color(arm);
             assert!(md.contains(&format!("{} {colour}", arm.name())), "{md}");
@@ -444,7 +461,8 @@ mod tests {
         other.info.name = "mentor-s1".into();
         other.interventions = vec![intervention(5, "t/9", slip, &[2], true)];
         let hints = hint_tables(&[&m, &other]);
-        let md = render("t", &[], &[], &hints, &[]);
+        let md = render("t", &[], &[], &empty_paired(), &hints, &[]);
+        assert!(!md.contains("## Paired comparison"), "no final evaluation, no paired section: {md}");
         assert!(md.contains("### mentor\n\n4 interventions, 2 rescued (rescue rate 0.500), 4 hints rejected by the guard."), "{md}");
         // Level 1: t/1 (rescued) and t/2 (escalated); level 2: t/2 (escalated) and t/9 (rescued);
         // level 3: t/2 (its last hint, not rescued); t/3: no hint passed the guard.

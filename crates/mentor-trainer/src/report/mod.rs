@@ -2,7 +2,8 @@
 //!
 //! [`load_run`] reads one run directory as the trainer's own record types
 //! ([`crate::train::StepRecord`], [`crate::eval::EvalRow`], [`crate::train::InterventionEntry`]);
-//! [`write_report`] turns a set of runs into `report.md` (per-run and per-arm tables, training
+//! [`write_report`] turns a set of runs into `report.md` (per-run and per-arm tables, the
+//! [`paired`] comparison of final accuracy per seed with bootstrap intervals, training
 //! dynamics, the hints of each hint-giving arm) plus SVG plots (`reward.svg`, `zrf.svg`,
 //! `interventions.svg`, one per recorded training-dynamics number such as `grad_norm.svg`,
 //! `eval_level_<L>.svg`) in an output directory. Every file is written atomically (temp file
@@ -13,6 +14,7 @@ mod fixtures;
 mod hints;
 mod load;
 mod markdown;
+pub mod paired;
 mod plot;
 mod stats;
 
@@ -22,6 +24,9 @@ use std::path::{Path, PathBuf};
 pub use hints::{hint_tables, ArmHints, HintCell, HintExample, EXAMPLES_PER_CELL, NO_DIAGNOSIS};
 pub use load::{load_run, load_runs_under, RunData, EVAL_FILE, METRICS_FILE, RUN_FILE};
 pub use markdown::text_cell;
+pub use paired::{
+    paired_summary, ArmInterval, Bootstrap, PairedDifference, PairedSummary, RunOutcome, SUMMARY_JSON,
+};
 pub use plot::{arm_color, SMOOTH_WINDOW};
 pub use stats::{
     aggregate, arm_order, arm_table, post_jump_mean, run_stats, Agg, ArmRow, FinalEval, RunStats, StepMetric,
@@ -74,6 +79,9 @@ pub struct ReportSummary {
     pub table: Vec<ArmRow>,
     /// The hint tables of the arms that recorded interventions (same as the report's).
     pub hints: Vec<ArmHints>,
+    /// The paired comparison of final accuracy (the report's paired section; what
+    /// `mentor demo` writes as [`SUMMARY_JSON`]), with the default [`Bootstrap`].
+    pub paired: PairedSummary,
 }
 
 /// Writes `report.md` and the SVG plots for `runs` into `out_dir` (created if needed).
@@ -87,6 +95,7 @@ pub fn write_report(runs: &[RunData], out_dir: &Path, title: &str) -> Result<Rep
     let per_run: Vec<RunStats> = ordered.iter().map(|r| run_stats(r)).collect();
     let table = arm_table(&per_run);
     let hints = hint_tables(&ordered);
+    let paired = paired_summary(&per_run, Bootstrap::default());
 
     let mut plots = Vec::new();
     let mut links = Vec::new();
@@ -97,9 +106,9 @@ pub fn write_report(runs: &[RunData], out_dir: &Path, title: &str) -> Result<Rep
         plots.push(path);
     }
     let markdown_path = out_dir.join(REPORT_FILE);
-    let text = markdown::render(title, &per_run, &table, &hints, &links);
+    let text = markdown::render(title, &per_run, &table, &paired, &hints, &links);
     write_atomic(&markdown_path, text.as_bytes())?;
-    Ok(ReportSummary { markdown: markdown_path, plots, runs: runs.len(), table, hints })
+    Ok(ReportSummary { markdown: markdown_path, plots, runs: runs.len(), table, hints, paired })
 }
 
 /// Writes `bytes` to `path` atomically ([`crate::jsonl::write_atomic`]: a temp file in the
@@ -118,7 +127,7 @@ mod tests {
     use super::*;
     use crate::config::Arm;
     use crate::train::{StepRecord, INTERVENTIONS_FILE};
-    use fixtures::{eval, intervention, mentor, run, step, vanilla, write_run_dir};
+    use fixtures::{eval, eval_outcomes, intervention, mentor, outcomes, run, step, vanilla, write_run_dir};
     use mentor_core::FailureCategory;
 
     /// A mentor run of 4 steps (jump at 2): rewards as given, ZRF 0.5, 4 interventions per
@@ -211,6 +220,47 @@ mod tests {
             let svg = fs::read_to_string(plot).unwrap();
             roxmltree::Document::parse(&svg).unwrap();
         }
+    }
+
+    #[test]
+    fn paired_section_and_summary_json_from_run_dirs() {
+        let root = tempfile::tempdir().unwrap();
+        // Two seeds, two arms; the arms of a seed are evaluated on the same 20 problems.
+        for (seed, right_mentor, right_vanilla) in [(0u64, 12, 8), (1, 14, 6)] {
+            for (arm, right) in [(mentor(), right_mentor), (vanilla(), right_vanilla)] {
+                let evals = vec![eval(0, 4, 0.0, None), eval_outcomes(3, 4, &outcomes(20, right))];
+                write_run_dir(root.path(), &run(arm, seed, Some(2), vec![step(2, 0.5, 0.5, 1, 0)], evals));
+            }
+        }
+        // An old run (no per-problem outcomes) of another arm.
+        write_run_dir(root.path(), &run("odd", 0, Some(2), vec![], vec![eval(3, 4, 0.5, None)]));
+        let runs = load_runs_under(root.path()).unwrap();
+        let out = root.path().join("report");
+        let summary = write_report(&runs, &out, "paired").unwrap();
+        let p = &summary.paired;
+        let arm = |name: &str| p.arms.iter().find(|a| a.arm == name).unwrap();
+        // mentor: (0.6 + 0.7) / 2; vanilla: (0.4 + 0.3) / 2; difference -0.3.
+        assert!((arm(mentor()).mean_final_accuracy.unwrap() - 0.65).abs() < 1e-12);
+        assert!((arm(vanilla()).mean_final_accuracy.unwrap() - 0.35).abs() < 1e-12);
+        let (lo, hi) = (arm(mentor()).ci_low.unwrap(), arm(mentor()).ci_high.unwrap());
+        assert!(lo < 0.65 && 0.65 < hi, "[{lo}, {hi}]");
+        assert_eq!((arm("odd").mean_final_accuracy, arm("odd").ci_low), (Some(0.5), None));
+        let d = p.paired.iter().find(|d| d.arm == vanilla()).unwrap();
+        assert_eq!((d.versus.as_str(), d.seeds), (mentor(), 2));
+        assert!((d.mean_difference.unwrap() + 0.3).abs() < 1e-12);
+        assert!(d.ci_low.unwrap() < -0.3 && -0.3 < d.ci_high.unwrap() && d.ci_high.unwrap() < 0.0);
+        let md = fs::read_to_string(&summary.markdown).unwrap();
+        assert!(md.contains("| seed | vanilla | mentor | odd |"), "{md}");
+        assert!(md.contains("| 0 | 0.400 | 0.600 | 0.500 |\n| 1 | 0.300 | 0.700 | – |\n"), "{md}");
+        assert!(md.contains("| odd | 1 | -0.100 [–] |"), "{md}");
+        // What `mentor demo` writes beside the report.
+        let path = out.join(SUMMARY_JSON);
+        crate::jsonl::write_json(&path, p).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(json["runs"].as_array().unwrap().len(), 5);
+        assert_eq!(json["runs"][0]["arm"], vanilla());
+        assert!(json["arms"][2]["ci_low"].is_null() && json["arms"][1]["ci_low"].is_number(), "{json}");
+        assert_eq!(json["bootstrap"]["resamples"], 2000);
     }
 
     #[test]

@@ -19,8 +19,10 @@ pub const SMOOTH_WINDOW: usize = 5;
 
 const SIZE: (u32, u32) = (960, 560);
 const MARKER_COLOR: RGBColor = RGBColor(120, 120, 120);
+/// Colours of arms this build does not know: none of them is a known arm's (red and brown
+/// went to `random_prefix` and `full_solution`).
 const OTHER_PALETTE: [(u8, u8, u8); 6] =
-    [(23, 190, 207), (214, 39, 40), (140, 86, 75), (227, 119, 194), (188, 189, 34), (0, 90, 90)];
+    [(23, 190, 207), (0, 0, 0), (90, 0, 90), (227, 119, 194), (188, 189, 34), (0, 90, 90)];
 
 /// Stroke pattern of a series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

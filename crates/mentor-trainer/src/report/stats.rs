@@ -117,6 +117,12 @@ pub struct FinalEval {
     pub k: Option<usize>,
     /// pass@k (`None` when not measured).
     pub passk: Option<f64>,
+    /// Greedy pass/fail per evaluation problem, in evaluation-set order ([`EvalRow::correct`]);
+    /// `None` when the row did not record them (older runs) or recorded a number of outcomes
+    /// other than its `n`.
+    ///
+    /// [`EvalRow::correct`]: crate::eval::EvalRow::correct
+    pub correct: Option<Vec<bool>>,
 }
 
 /// Summary numbers of one run (one row of the per-run tables).
@@ -251,6 +257,7 @@ fn final_eval(run: &RunData) -> Option<FinalEval> {
         pass1: finite(row.pass1),
         k: (row.k > 0).then_some(row.k),
         passk: row.passk.and_then(finite),
+        correct: (row.n > 0 && row.correct.len() == row.n).then(|| row.correct.clone()),
     })
 }
 
@@ -329,6 +336,19 @@ mod tests {
         assert_eq!(by_key("kl"), None, "no KL logged without a KL penalty");
         let fe = s.final_eval.unwrap();
         assert_eq!((fe.step, fe.level, fe.pass1, fe.passk, fe.k), (3, 4, Some(0.25), Some(0.5), Some(4)));
+        assert_eq!(fe.correct, None, "the fixture's rows record no per-problem outcomes");
+    }
+
+    #[test]
+    fn final_eval_carries_per_problem_outcomes_only_when_they_match_n() {
+        let mut row = eval(3, 4, 0.25, None);
+        row.n = 4;
+        row.correct = vec![false, true, false, false];
+        let fe = run_stats(&run(mentor(), 0, Some(2), vec![], vec![row.clone()])).final_eval.unwrap();
+        assert_eq!(fe.correct, Some(vec![false, true, false, false]));
+        row.correct.pop();
+        let fe = run_stats(&run(mentor(), 0, Some(2), vec![], vec![row])).final_eval.unwrap();
+        assert_eq!(fe.correct, None, "3 outcomes for 4 problems are not trusted");
     }
 
     #[test]
