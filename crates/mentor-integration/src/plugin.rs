@@ -229,9 +229,15 @@ impl Plugin {
             Strategy::Dapo { max_refill_groups } => {
                 dapo(groups, *max_refill_groups, g, rollout, verifier, tasks, &mut metrics)?
             }
-            Strategy::FullSolution { max_groups } => {
-                full_solution(&groups, &report.collapsed, *max_groups, rollout, verifier, &mut metrics, &mut interventions)?
-            }
+            Strategy::FullSolution { max_groups } => full_solution(
+                &groups,
+                &report.collapsed,
+                *max_groups,
+                rollout,
+                verifier,
+                &mut metrics,
+                &mut interventions,
+            )?,
             Strategy::Intervene { mentor, config } => {
                 let allowed = match config.trigger {
                     Trigger::PerGroup => true,
@@ -293,7 +299,10 @@ fn full_solution(
 ) -> Result<Vec<PendingGroup>> {
     let mut out = Vec::with_capacity(groups.len());
     for (i, grp) in groups.iter().enumerate() {
-        let reference = grp.task.reference_solution().filter(|_| collapsed.contains(&i) && metrics.intervened < max_groups);
+        let reference = grp
+            .task
+            .reference_solution()
+            .filter(|_| collapsed.contains(&i) && metrics.intervened < max_groups);
         let Some(reference) = reference else {
             out.push(plain(grp));
             continue;
@@ -334,7 +343,14 @@ fn full_solution(
         let mut rows = plain(grp).rows;
         rows.pop();
         let scored = Scored { sample, verdict };
-        rows.push(row(&grp.task.id, grp.task.prompt.clone(), &scored, false, false, Some(HintLevel::PARTIAL_SOLUTION)));
+        rows.push(row(
+            &grp.task.id,
+            grp.task.prompt.clone(),
+            &scored,
+            false,
+            false,
+            Some(HintLevel::PARTIAL_SOLUTION),
+        ));
         out.push(PendingGroup { rows, baseline: None });
     }
     Ok(out)

@@ -117,12 +117,18 @@ pub struct DemoArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Arms to run.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "vanilla,static_hints,mentor")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "vanilla,static_hints,random_prefix,full_solution,mentor"
+    )]
     pub arms: Vec<crate::config::Arm>,
     /// Seeds to run.
-    #[arg(long, value_delimiter = ',', default_value = "0,1")]
+    #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
     pub seeds: Vec<u64>,
-    /// Runs at a time (each with one thread; default: the number of cores).
+    /// Runs at a time (default: the cores divided by `--threads`, each run's tensor threads,
+    /// which default to 1 for the demo).
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Print the demo summary as one JSON object on stdout.

@@ -9,7 +9,7 @@ use mentor_grpo::GrpoConfig;
 use mentor_integration::{InterventionConfig, MonitorConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::curriculum::{Tens, Operands, Phase, Problem, MAX_LEVEL};
+use crate::curriculum::{Operands, Phase, Problem, Tens, MAX_LEVEL};
 use crate::error::{Error, Result};
 
 /// A whole run.
@@ -810,7 +810,10 @@ impl TrainConfig {
             }
             for (i, &l) in self.curriculum.ten_levels.iter().enumerate() {
                 if !(1..=MAX_LEVEL).contains(&l) {
-                    return err(&format!("curriculum.ten_levels[{i}]"), format!("{l} (allowed: 1..={MAX_LEVEL})"));
+                    return err(
+                        &format!("curriculum.ten_levels[{i}]"),
+                        format!("{l} (allowed: 1..={MAX_LEVEL})"),
+                    );
                 }
             }
             for (i, p) in self.curriculum.schedule.iter().enumerate() {

@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{CurriculumSection, PretrainSection};
-use crate::curriculum::{Tens, Problem};
+use crate::curriculum::{Problem, Tens};
 use crate::error::Result;
 use crate::policy::{messages, mix};
 
@@ -318,7 +318,10 @@ pub fn probe(
                 gens.iter()
                     .zip(&starts)
                     .map(|(g, (task, start, _))| {
-                        verifier.verify(task, &format!("{start}{}", g.text)).map(|v| v.passed()).unwrap_or(false)
+                        verifier
+                            .verify(task, &format!("{start}{}", g.text))
+                            .map(|v| v.passed())
+                            .unwrap_or(false)
                     })
                     .collect()
             };

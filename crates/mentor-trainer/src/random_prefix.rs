@@ -106,12 +106,15 @@ impl Mentor for RandomPrefix {
     fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
         let mut out = self.inner.intervene(request)?;
         if let Some(hint) = out.hint.take() {
-            let seed = crate::policy::mix(&[
-                self.seed,
-                0xc0_47_50_1,
-                request.task.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)),
-                request.previous_hints.len() as u64,
-            ]);
+            let seed =
+                crate::policy::mix(&[
+                    self.seed,
+                    0x0c04_7501,
+                    request.task.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                    }),
+                    request.previous_hints.len() as u64,
+                ]);
             let c = control(request.task, &hint, seed, &self.guard);
             out.hint = c.hint;
             out.rejections.extend(c.rejections);
@@ -188,5 +191,50 @@ mod tests {
         let rejected =
             (0..40).map(|s| control(&t, &hint(&steps[0]), s, &strict)).find(|c| c.random_cut == 3).unwrap();
         assert!(rejected.hint.is_none() && rejected.rejections.len() == 1, "{rejected:?}");
+    }
+
+    /// A mentor double that always hints the first two reference steps.
+    struct TwoSteps;
+
+    impl Mentor for TwoSteps {
+        fn name(&self) -> &str {
+            "two"
+        }
+        fn intervene(&self, r: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
+            let steps = pieces(r.task);
+            Ok(Intervention {
+                diagnosis: None,
+                hint: Some(hint(&steps[..2].join("\n"))),
+                rejections: Vec::new(),
+                redactions: Vec::new(),
+            })
+        }
+    }
+
+    #[test]
+    fn the_training_arm_moves_every_cut_and_repeats_per_seed() {
+        let guard = Guard::numeric_only(GuardConfig::default());
+        let arm = RandomPrefix::new(Box::new(TwoSteps), guard.clone(), 3);
+        assert_eq!(arm.name(), "random_prefix");
+        let mut cuts = std::collections::BTreeSet::new();
+        for i in 0..30 {
+            let mut t = task(SOLUTION, "99");
+            t.id = format!("t{i}");
+            let req = MentorRequest {
+                task: &t,
+                attempts: &[],
+                level: HintLevel::PARTIAL_SOLUTION,
+                previous_hints: &[],
+            };
+            let h = arm.intervene(&req).unwrap().hint.unwrap();
+            let prefix = h.solution_prefix.clone().unwrap();
+            let n = prefix.lines().count();
+            assert_ne!(n, 2, "never the mentor's own cut");
+            assert_eq!(prefix, pieces(&t)[..n].join("\n"));
+            cuts.insert(n);
+            let again = RandomPrefix::new(Box::new(TwoSteps), guard.clone(), 3).intervene(&req).unwrap();
+            assert_eq!(again.hint, Some(h), "seeded by run seed and task");
+        }
+        assert_eq!(cuts, [1, 3].into(), "both other cuts occur");
     }
 }

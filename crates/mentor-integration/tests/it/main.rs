@@ -70,6 +70,10 @@ impl Rollout for Scripted {
             })
             .collect())
     }
+    fn off_policy(&mut self, task: &Task, text: &str) -> Result<Sample, mentor_integration::RolloutError> {
+        self.calls.push((task.id.clone(), None, false));
+        Ok(sample(text, ""))
+    }
 }
 
 /// A mentor double: the hint says its level (`[L2]`), level 3 carries a solution prefix.

@@ -272,3 +272,60 @@ fn a_verifier_error_scores_zero_and_the_step_goes_on() {
     let judged = mentor_core::Verifier::judge_batch(&Broken, &[(&tasks[0], "x"), (&tasks[1], "y")]);
     assert!(judged.iter().all(mentor_core::Verdict::is_verifier_error));
 }
+
+#[test]
+fn full_solution_swaps_the_reference_into_collapsed_groups_only() {
+    let v = MathVerifier::default();
+    let with_reference = |id: &str, gold: &str| {
+        let mut t = task(id, gold);
+        t.payload = mentor_core::Payload::Math(mentor_core::MathPayload {
+            answer: gold.into(),
+            solution: Some(format!("Add them up: \\boxed{{{gold}}}")),
+        });
+        t
+    };
+    // a and c collapse, b is solved; c has no reference solution; the budget allows two.
+    let mut policy = Scripted::new(&[("a", 4), ("b", 0), ("c", 4)]);
+    let tasks = [with_reference("a", "12"), with_reference("b", "7"), task("c", "3")];
+    let gs = groups(&mut policy, &tasks, 4);
+    let mut plugin =
+        Plugin::new(Strategy::FullSolution { max_groups: 2 }, MonitorConfig::default(), ScaleRewards::Group);
+    assert_eq!(plugin.name(), "full_solution");
+    let out = plugin.process(gs, &mut policy, &v, None).unwrap();
+    let m = &out.metrics;
+    assert_eq!((m.collapsed, m.intervened, m.rescued, m.extra_rollouts), (2, 1, 1, 0));
+    assert_eq!(out.rows.len(), 12, "groups keep their size");
+    let a: Vec<_> = out.rows.iter().filter(|r| r.task_id == "a").collect();
+    // Three failed samples, then the reference as the last row, under the plain prompt.
+    assert_eq!(a.iter().map(|r| r.reward).collect::<Vec<_>>(), vec![0.0, 0.0, 0.0, 1.0]);
+    let reference = "Add them up: \\boxed{12}";
+    assert_eq!(a[3].completion_ids, reference.bytes().map(u32::from).collect::<Vec<_>>());
+    assert_eq!(a[3].prompt, tasks[0].prompt);
+    assert!(a[3].behaviour_logprobs.is_none(), "no importance ratio on the off-policy row");
+    // Group-normalised: the reference pushed up, the failures down, summing to zero.
+    assert!(a[3].advantage > 0.0 && a[..3].iter().all(|r| r.advantage < 0.0));
+    assert!(a.iter().map(|r| r.advantage).sum::<f64>().abs() < 1e-9);
+    // c (no reference) stays collapsed with zero advantages.
+    assert!(out.rows.iter().filter(|r| r.task_id == "c").all(|r| r.advantage == 0.0));
+    let rec = &out.interventions[0];
+    assert_eq!((rec.task_id.as_str(), rec.rescued), ("a", true));
+    assert_eq!(rec.hints[0].source, mentor_core::HintSource::Reference);
+}
+
+#[test]
+fn full_solution_skips_a_reference_the_verifier_rejects() {
+    let v = MathVerifier::default();
+    let mut t = task("a", "12");
+    t.payload = mentor_core::Payload::Math(mentor_core::MathPayload {
+        answer: "12".into(),
+        solution: Some("so \\boxed{13}".into()),
+    });
+    let mut policy = Scripted::new(&[("a", 4)]);
+    let gs = groups(&mut policy, std::slice::from_ref(&t), 4);
+    let mut plugin =
+        Plugin::new(Strategy::FullSolution { max_groups: 8 }, MonitorConfig::default(), ScaleRewards::Group);
+    let out = plugin.process(gs, &mut policy, &v, None).unwrap();
+    assert_eq!((out.metrics.intervened, out.metrics.rescued), (1, 0));
+    assert!(!out.interventions[0].rescued);
+    assert!(out.rows.iter().all(|r| r.reward == 0.0 && r.advantage == 0.0));
+}

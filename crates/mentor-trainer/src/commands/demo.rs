@@ -7,8 +7,8 @@
 //!    of a seed share the warm-up and the evaluation set (paired comparison).
 //! 4. A report over all arm runs in `<out>/report/`.
 //!
-//! Steps 2–3 run as `mentor train` child processes, one thread each, as many at a time as
-//! there are cores; their logs are in each run's `log.txt`.
+//! Steps 2–3 run as `mentor train` child processes with `--threads` tensor threads each (1 by
+//! default), as many at a time as the cores hold; their logs are in each run's `log.txt`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -53,7 +53,8 @@ const PRETRAIN_FORMAT: u32 = 2;
 
 fn key_of(cfg: &TrainConfig) -> Result<String> {
     // What pretraining reads, not the RL schedule.
-    let operands = (&cfg.curriculum.operands, &cfg.curriculum.full_operand_levels, &cfg.curriculum.ten_levels);
+    let operands =
+        (&cfg.curriculum.operands, &cfg.curriculum.full_operand_levels, &cfg.curriculum.ten_levels);
     let format = &cfg.strategy.intervention.hint_format;
     let shaping = (
         &cfg.model,
@@ -106,7 +107,7 @@ fn count_lines(path: &Path) -> u64 {
     std::fs::read(path).map(|b| b.iter().filter(|&&c| c == b'\n').count() as u64).unwrap_or(0)
 }
 
-fn spawn(job: &Job, config: &str, base_sets: &[String]) -> Result<Child> {
+fn spawn(job: &Job, config: &str, base_sets: &[String], threads: usize) -> Result<Child> {
     if let Some(from) = &job.from {
         copy_run(from, &job.dir)?;
     } else {
@@ -115,7 +116,7 @@ fn spawn(job: &Job, config: &str, base_sets: &[String]) -> Result<Child> {
     let log = std::fs::File::create(job.dir.join("log.txt"))?;
     let exe = std::env::current_exe().context("cannot find the mentor binary")?;
     let mut cmd = Command::new(exe);
-    cmd.args(["--threads", "1", "train", "--config", config]);
+    cmd.arg("--threads").arg(threads.to_string()).args(["train", "--config", config]);
     for s in base_sets.iter().chain(&job.sets) {
         cmd.arg("--set").arg(s);
     }
@@ -133,10 +134,12 @@ fn tail(path: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// Runs `jobs` with at most `parallel` at a time, showing one bar per running job.
+/// Runs `jobs` with at most `parallel` at a time, each with `threads` tensor threads, showing
+/// one bar per running job.
 fn run_jobs(
     jobs: Vec<Job>,
     parallel: usize,
+    threads: usize,
     config: &str,
     base_sets: &[String],
     mp: &MultiProgress,
@@ -149,7 +152,7 @@ fn run_jobs(
     while !queue.is_empty() || !running.is_empty() {
         while running.len() < parallel.max(1) {
             let Some(job) = queue.pop_front() else { break };
-            let child = spawn(&job, config, base_sets)?;
+            let child = spawn(&job, config, base_sets, threads)?;
             let pb = mp.add(ProgressBar::new(job.steps as u64));
             pb.set_style(style.clone());
             pb.set_prefix(job.name.clone());
@@ -246,9 +249,14 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
     policy.save(&dir)?;
     let meta = PretrainMeta { key, loss, seconds: t0.elapsed().as_secs_f64(), probe };
     crate::jsonl::write_json(&meta_path, &meta)?;
-    say(mp, format!("pretrained in {:.0} s (loss {loss:.3}); probe (greedy / sampled accuracy):", meta.seconds));
+    say(
+        mp,
+        format!("pretrained in {:.0} s (loss {loss:.3}); probe (greedy / sampled accuracy):", meta.seconds),
+    );
     for r in &meta.probe {
-        let at = r.fail_at_ten.map_or(String::new(), |f| format!("; {:.0}% of failures at the ten column", f * 100.0));
+        let at = r
+            .fail_at_ten
+            .map_or(String::new(), |f| format!("; {:.0}% of failures at the ten column", f * 100.0));
         say(mp, format!("  level {}, {}: {:.2} / {:.2}{at}", r.level, r.cut, r.accuracy, r.sampled));
     }
     Ok(dir)
@@ -272,9 +280,11 @@ pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
         ),
     );
     let pre = if cfg.pretrain.steps > 0 { Some(pretrained(&cfg, &out, &mp)?) } else { None };
-    let parallel = args.jobs.unwrap_or_else(|| {
-        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-    });
+    // `--threads` is each run's tensor threads (1 by default: small models gain more from
+    // running arms side by side); as many runs at a time as the cores hold.
+    let child_threads = threads.unwrap_or(1).max(1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let parallel = args.jobs.unwrap_or((cores / child_threads).max(1));
     let mut base: Vec<String> = args.sets.clone();
     base.push("run.progress=false".into());
     base.push("pretrain.steps=0".into());
@@ -317,7 +327,7 @@ pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
                 }
             })
             .collect();
-        run_jobs(jobs, parallel, &args.config, &base, &mp)?;
+        run_jobs(jobs, parallel, child_threads, &args.config, &base, &mp)?;
     }
     let mut jobs = Vec::new();
     let mut dirs = Vec::new();
@@ -340,7 +350,7 @@ pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
             });
         }
     }
-    run_jobs(jobs, parallel, &args.config, &base, &mp)?;
+    run_jobs(jobs, parallel, child_threads, &args.config, &base, &mp)?;
     let runs = dirs.iter().map(|d| load_run(d)).collect::<std::result::Result<Vec<_>, _>>()?;
     let report_dir = out.join("report");
     let summary =

@@ -72,9 +72,9 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
             guard(),
             cfg.run.seed,
         )))),
-        Arm::FullSolution => plain(Strategy::FullSolution {
-            max_groups: cfg.strategy.intervention.max_interventions_per_step,
-        }),
+        Arm::FullSolution => {
+            plain(Strategy::FullSolution { max_groups: cfg.strategy.intervention.max_interventions_per_step })
+        }
         Arm::Refinement => {
             plain(intervene(Box::new(Refinement::new(guard(), cfg.strategy.refinement_quote_chars))))
         }

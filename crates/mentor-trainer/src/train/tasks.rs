@@ -130,12 +130,7 @@ pub(super) fn step_tasks(cfg: &TrainConfig, tasks: &Tasks, step: usize) -> Vec<T
         Tasks::Curriculum => {
             let level = curriculum::level_at(&cfg.curriculum.schedule, step);
             let mut rng = StdRng::seed_from_u64(mix(&[cfg.run.seed, 0x7a1, step as u64]));
-            (0..n)
-                .map(|i| {
-                    cfg.curriculum.draw(level, &mut rng)
-                        .task(format!("s{step}-{i}"), level)
-                })
-                .collect()
+            (0..n).map(|i| cfg.curriculum.draw(level, &mut rng).task(format!("s{step}-{i}"), level)).collect()
         }
         Tasks::Dataset { train, .. } => {
             (0..n).filter_map(|i| train.get((step * n + i) % train.len().max(1)).cloned()).collect()
