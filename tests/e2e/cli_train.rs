@@ -454,6 +454,17 @@ fn demo_runs_paired_arms_from_one_pretraining() {
     assert_eq!(summary["arms"].as_array().unwrap().len(), 2);
     assert!(out_dir.join("report/report.md").is_file());
     assert!(out_dir.join("pretrained/meta.json").is_file());
+    // One summary row per arm and seed, under the stable field names.
+    let text = std::fs::read_to_string(out_dir.join("report/summary.json")).unwrap();
+    let file: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let runs = file["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for r in runs {
+        for key in ["arm", "seed", "final_accuracy", "zrf_after_jump", "interventions", "rescues"] {
+            assert!(r.get(key).is_some(), "summary.json run without `{key}`: {r}");
+        }
+        assert!(r["final_accuracy"].as_f64().is_some_and(|a| (0.0..=1.0).contains(&a)), "{r}");
+    }
     for seed in [0, 1] {
         // The arms of a seed start from the same warm-up: identical first two steps.
         let v = timeless(lines(&out_dir.join(format!("vanilla-s{seed}/metrics.jsonl"))));
