@@ -5,8 +5,10 @@
 //!    fraction (ZRF), zero-std fraction, and a moving window that raises and clears
 //!    *collapse events*;
 //! 2. applies the arm's [`Strategy`]: `vanilla` (nothing), `dapo` (drop all-0/all-1 groups and
-//!    refill from a [`TaskSource`]), or an intervention by any [`mentor_core::Mentor`] —
-//!    the MENTOR agents, the static-hint library or post-hoc refinement;
+//!    refill from a [`TaskSource`]), `full_solution` (the verified reference solution, from
+//!    [`Rollout::off_policy`], in place of one failed completion of each collapsed group), or
+//!    an intervention by any [`mentor_core::Mentor`] — the MENTOR agents, the static-hint
+//!    library or post-hoc refinement;
 //! 3. for an intervention: asks the mentor for a guarded hint, re-samples `G'` completions from
 //!    the *current* policy on the hinted prompt (through the [`Rollout`] trait), verifies them
 //!    (through [`mentor_core::Verifier`]), and escalates the level while the group still fails

@@ -1,5 +1,6 @@
 //! Per-task memory of the hint level that last rescued a task, faded as the task is mastered
-//! (scaffolding that withdraws).
+//! (scaffolding that withdraws): a task solved without hints starts its next intervention one
+//! level lower, down to level 1, even below the arm's starting level.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -28,9 +29,11 @@ impl HintMemory {
         Self { entries: HashMap::new(), fade_after: fade_after.max(1) }
     }
 
-    /// The level to start at for `task_id` (the remembered one, else `default`).
+    /// The level to start at for `task_id`: the remembered one, else `default`. A remembered
+    /// level below `default` (faded after unhinted successes) wins: the help is withdrawn as
+    /// the task is mastered, even below the arm's usual starting level.
     pub fn start_level(&self, task_id: &str, default: HintLevel) -> HintLevel {
-        self.entries.get(task_id).map_or(default, |e| e.level.max(default))
+        self.entries.get(task_id).map_or(default, |e| e.level)
     }
 
     /// The level remembered for `task_id`, if any.
@@ -44,17 +47,15 @@ impl HintMemory {
     }
 
     /// Records that `task_id` was solved without a hint (at least one success in its group):
-    /// after `fade_after` such steps the level drops by one, and below level 1 it is forgotten.
+    /// after `fade_after` such steps the level drops by one, down to level 1, where it stays
+    /// (a mastered task that collapses again starts with the lightest hint, not the arm's
+    /// default).
     pub fn solved_unhinted(&mut self, task_id: &str) {
         let Some(e) = self.entries.get_mut(task_id) else { return };
         e.unhinted_successes += 1;
         if e.unhinted_successes >= self.fade_after {
-            match HintLevel::try_from(e.level.get() - 1) {
-                Ok(lower) => *e = Entry { level: lower, unhinted_successes: 0 },
-                Err(_) => {
-                    self.entries.remove(task_id);
-                }
-            }
+            let lower = HintLevel::try_from(e.level.get().saturating_sub(1)).unwrap_or(e.level);
+            *e = Entry { level: lower, unhinted_successes: 0 };
         }
     }
 
@@ -98,7 +99,18 @@ mod tests {
         assert_eq!(m.level("t"), Some(HintLevel::NUDGE));
         m.solved_unhinted("t");
         m.solved_unhinted("t");
-        assert_eq!(m.level("t"), None, "forgotten below level 1");
-        assert!(m.is_empty());
+        assert_eq!(m.level("t"), Some(HintLevel::NUDGE), "level 1 is the floor");
+        assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn a_faded_level_wins_over_a_higher_default() {
+        let mut m = HintMemory::new(1);
+        let full = HintLevel::PARTIAL_SOLUTION;
+        m.rescued("t", full);
+        assert_eq!(m.start_level("t", full), full);
+        m.solved_unhinted("t");
+        assert_eq!(m.start_level("t", full), HintLevel::PLAN, "withdrawn below the arm's start");
+        assert_eq!(m.start_level("other", full), full, "tasks without memory start at the default");
     }
 }

@@ -315,6 +315,10 @@ pub struct CurriculumSection {
     /// targets hold none: it is the skill the model lacks. Empty: problems are drawn as they
     /// come.
     pub ten_levels: Vec<u32>,
+    /// Training problems per level: 0 draws new problems every step; `n > 0` draws each
+    /// step's problems from a fixed pool of `n` per level (none in the evaluation set), in
+    /// seeded epochs, so tasks come back and the per-task hint memory can fade their hints.
+    pub pool: usize,
 }
 
 impl Default for CurriculumSection {
@@ -324,6 +328,7 @@ impl Default for CurriculumSection {
             operands: Operands::Mixed,
             full_operand_levels: vec![],
             ten_levels: vec![],
+            pool: 0,
         }
     }
 }

@@ -214,6 +214,19 @@ pub fn level_at(schedule: &[Phase], step: usize) -> u32 {
     schedule.last().map_or(1, |p| p.level)
 }
 
+/// Steps since the start of the phase that step `step` falls in under `schedule` (for steps
+/// past the end: since the start of the last phase).
+pub fn steps_into_phase(schedule: &[Phase], step: usize) -> usize {
+    let mut start = 0;
+    for (i, p) in schedule.iter().enumerate() {
+        if step < start + p.steps || i + 1 == schedule.len() {
+            return step - start.min(step);
+        }
+        start += p.steps;
+    }
+    step
+}
+
 /// A seeded stream of tasks at one level: the `i`-th task depends only on
 /// `(seed, level, operands, tens, i)`.
 pub fn tasks(seed: u64, level: u32, operands: Operands, tens: Tens, count: usize, tag: &str) -> Vec<Task> {
@@ -276,6 +289,9 @@ mod tests {
         let s = [Phase { level: 2, steps: 3 }, Phase { level: 4, steps: 2 }];
         let levels: Vec<u32> = (0..7).map(|i| level_at(&s, i)).collect();
         assert_eq!(levels, vec![2, 2, 2, 4, 4, 4, 4]);
+        let into: Vec<usize> = (0..7).map(|i| steps_into_phase(&s, i)).collect();
+        assert_eq!(into, vec![0, 1, 2, 0, 1, 2, 3]);
+        assert_eq!(steps_into_phase(&[], 5), 5);
     }
 
     #[test]

@@ -10,16 +10,18 @@ use crate::error::Result;
 use crate::eval::{evaluate, EvalRow};
 use crate::policy::mix;
 
+/// The seed of a curriculum run's evaluation sets (one per run seed, shared by its arms).
+pub fn curriculum_eval_seed(cfg: &TrainConfig) -> u64 {
+    mix(&[cfg.run.seed, 0xe7a1])
+}
+
 /// The evaluation sets: `(level, tasks)`.
 pub fn eval_sets(cfg: &TrainConfig, tasks: &Tasks) -> Vec<(u32, Vec<Task>)> {
     match tasks {
         Tasks::Curriculum => cfg
             .eval_levels()
             .into_iter()
-            .map(|l| {
-                let seed = mix(&[cfg.run.seed, 0xe7a1]);
-                (l, cfg.curriculum.tasks(seed, l, cfg.eval.problems, "eval"))
-            })
+            .map(|l| (l, cfg.curriculum.tasks(curriculum_eval_seed(cfg), l, cfg.eval.problems, "eval")))
             .collect(),
         Tasks::Dataset { eval, .. } if !eval.is_empty() => vec![(0, eval.clone())],
         Tasks::Dataset { .. } => vec![],

@@ -127,6 +127,26 @@ pub fn data_dir(cfg: &TrainConfig) -> Result<PathBuf> {
 pub(super) fn step_tasks(cfg: &TrainConfig, tasks: &Tasks, step: usize) -> Vec<Task> {
     let n = cfg.sampling.prompts_per_step;
     match tasks {
+        Tasks::Curriculum if cfg.curriculum.pool > 0 => {
+            let level = curriculum::level_at(&cfg.curriculum.schedule, step);
+            let pool = pool(cfg, level);
+            (0..n)
+                .map(|i| {
+                    // Epochs over the pool from the start of the level's phase, each in its
+                    // own seeded order.
+                    let k = curriculum::steps_into_phase(&cfg.curriculum.schedule, step) * n + i;
+                    let mut order: Vec<usize> = (0..pool.len()).collect();
+                    let epoch = (k / pool.len()) as u64;
+                    order.shuffle(&mut StdRng::seed_from_u64(mix(&[
+                        cfg.run.seed,
+                        0x9002,
+                        u64::from(level),
+                        epoch,
+                    ])));
+                    pool[order[k % pool.len()]].clone()
+                })
+                .collect()
+        }
         Tasks::Curriculum => {
             let level = curriculum::level_at(&cfg.curriculum.schedule, step);
             let mut rng = StdRng::seed_from_u64(mix(&[cfg.run.seed, 0x7a1, step as u64]));
@@ -136,6 +156,38 @@ pub(super) fn step_tasks(cfg: &TrainConfig, tasks: &Tasks, step: usize) -> Vec<T
             (0..n).filter_map(|i| train.get((step * n + i) % train.len().max(1)).cloned()).collect()
         }
     }
+}
+
+/// The training pool of `level` when `curriculum.pool > 0`: that many distinct problems, none
+/// of them in the run's evaluation set of that level, with stable ids `pool-L<level>-<i>`, so
+/// a task comes back every epoch and the per-task hint memory sees it again.
+pub fn pool(cfg: &TrainConfig, level: u32) -> Vec<Task> {
+    let held_out: std::collections::HashSet<String> = if cfg.eval_levels().contains(&level) {
+        let tasks = cfg.curriculum.tasks(
+            super::evaluation::curriculum_eval_seed(cfg),
+            level,
+            cfg.eval.problems,
+            "eval",
+        );
+        tasks.iter().map(|t| t.question().to_string()).collect()
+    } else {
+        Default::default()
+    };
+    let mut rng = StdRng::seed_from_u64(mix(&[cfg.run.seed, 0x9001, u64::from(level)]));
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(cfg.curriculum.pool);
+    // Bounded: a level may not hold `pool` distinct problems outside the evaluation set.
+    for _ in 0..cfg.curriculum.pool.saturating_mul(100).max(1000) {
+        if out.len() == cfg.curriculum.pool {
+            break;
+        }
+        let p = cfg.curriculum.draw(level, &mut rng);
+        if held_out.contains(&p.prompt()) || !seen.insert(p.prompt()) {
+            continue;
+        }
+        out.push(p.task(format!("pool-L{level}-{}", out.len()), level));
+    }
+    out
 }
 
 /// More tasks for DAPO refills, deterministic per step.
@@ -286,5 +338,37 @@ mod tests {
         let (train, eval) = ids(&load_tasks(&cfg).unwrap());
         assert!(train.is_empty());
         assert_eq!(eval.len(), 500);
+    }
+
+    #[test]
+    fn a_curriculum_pool_repeats_its_tasks_and_holds_out_the_evaluation_set() {
+        let cfg =
+            TrainConfig::load("demo", &["curriculum.pool=12".into(), "sampling.prompts_per_step=8".into()])
+                .unwrap();
+        let hard = 4;
+        let pool = pool(&cfg, hard);
+        assert_eq!(pool.len(), 12);
+        assert_eq!(pool, super::pool(&cfg, hard), "seeded");
+        let questions: std::collections::HashSet<&str> = pool.iter().map(|t| t.question()).collect();
+        assert_eq!(questions.len(), 12, "distinct problems");
+        let eval = cfg.curriculum.tasks(
+            super::super::evaluation::curriculum_eval_seed(&cfg),
+            hard,
+            cfg.eval.problems,
+            "eval",
+        );
+        assert!(eval.iter().all(|t| !questions.contains(t.question())), "no evaluation problem in the pool");
+        // Steps at the hard level draw from the pool only, and every task comes back.
+        let first_hard = cfg.curriculum.schedule[0].steps;
+        let mut seen = std::collections::HashMap::new();
+        for step in first_hard..first_hard + 6 {
+            for t in step_tasks(&cfg, &Tasks::Curriculum, step) {
+                assert!(t.id.starts_with("pool-L4-"), "{}", t.id);
+                *seen.entry(t.id).or_insert(0) += 1;
+            }
+        }
+        assert_eq!(seen.len(), 12);
+        assert!(seen.values().all(|&n| n == 4), "48 draws over 12 tasks, epoch by epoch: {seen:?}");
+        assert_eq!(step_tasks(&cfg, &Tasks::Curriculum, 20), step_tasks(&cfg, &Tasks::Curriculum, 20));
     }
 }
