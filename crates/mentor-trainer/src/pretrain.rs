@@ -353,3 +353,33 @@ pub fn probe(
     }
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_wrong_line_counts_the_answer_as_a_step() {
+        let steps = vec!["7+8+0=15".to_string(), "5+6+1=12".to_string()];
+        let answer = "A:521";
+        assert_eq!(first_wrong_line(&steps, answer, "7+8+0=15\n5+6+1=12\nA:521"), None);
+        assert_eq!(first_wrong_line(&steps, answer, "7+8+0=15\n5+6+1=11\nA:511"), Some(1));
+        assert_eq!(first_wrong_line(&steps, answer, "7+8+0=15\n5+6+1=12\nA:52"), Some(2));
+        assert_eq!(first_wrong_line(&steps, answer, "7+8+0=15"), Some(1), "stopping early");
+    }
+
+    #[test]
+    fn probe_cuts_are_counted_from_the_ten_column() {
+        // 1234+1272: 4+2+0=6, 3+7+0=10 (the ten column, step 1), 2+2+1=5, 1+1+0=2.
+        let p = Problem { a: 1234, b: 1272 };
+        assert_eq!(p.ten_steps(), vec![1]);
+        let n = p.steps().len();
+        assert_eq!(ProbeCut::BeforeTen.lines(&p, n), 1);
+        assert_eq!(ProbeCut::ThroughTen.lines(&p, n), 2);
+        assert_eq!(ProbeCut::Lines(3).lines(&p, n), 3);
+        assert_eq!(ProbeCut::Lines(9).lines(&p, n), n, "capped at the steps");
+        // Without a ten column, neither ten cut gives a line.
+        let q = Problem { a: 1111, b: 2222 };
+        assert_eq!((ProbeCut::BeforeTen.lines(&q, 4), ProbeCut::ThroughTen.lines(&q, 4)), (0, 0));
+    }
+}
