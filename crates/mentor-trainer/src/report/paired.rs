@@ -302,7 +302,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     }
 }
 
-/// Formats `mean [low, high]` with 3 decimals; `mean [–]` without an interval, [`MISSING`]
+/// Formats `mean [low, high]` with 3 decimals; `mean [–]` without an interval, `–`
 /// without a mean.
 pub fn mean_ci(mean: Option<f64>, low: Option<f64>, high: Option<f64>) -> String {
     match (mean, low, high) {
