@@ -24,13 +24,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::markdown::{num, MISSING};
 use super::stats::{arm_order, FinalEval, RunStats};
 use crate::config::Arm;
+use crate::rescue::stats::{quantile, resamples};
 
 /// File name of the JSON summary `mentor demo` writes beside `report.md`.
 pub const SUMMARY_JSON: &str = "summary.json";
@@ -51,7 +50,7 @@ pub struct Bootstrap {
     pub resamples: usize,
     /// Coverage of the percentile intervals, in (0, 1).
     pub level: f64,
-    /// Seed of the resampling RNG ([`StdRng`]).
+    /// Seed of the resampling RNG (see [`resamples`]).
     pub seed: u64,
 }
 
@@ -262,10 +261,11 @@ fn resampled_accuracy(correct: &[bool], run_seed: u64, b: &Bootstrap) -> Option<
     if n == 0 {
         return None;
     }
-    let mut rng = StdRng::seed_from_u64(crate::policy::mix(&[b.seed, run_seed, n as u64]));
+    let seed = crate::policy::mix(&[b.seed, run_seed, n as u64]);
     Some(
-        (0..b.resamples)
-            .map(|_| (0..n).filter(|_| correct[rng.random_range(0..n)]).count() as f64 / n as f64)
+        resamples(n, b.resamples, seed)
+            .iter()
+            .map(|idx| idx.iter().filter(|&&i| correct[i]).count() as f64 / n as f64)
             .collect(),
     )
 }
@@ -285,21 +285,8 @@ fn interval(mut values: Vec<f64>, level: f64) -> Option<(f64, f64)> {
     if values.is_empty() || !(level > 0.0 && level <= 1.0) {
         return None;
     }
-    values.sort_by(f64::total_cmp);
     let alpha = (1.0 - level) / 2.0;
-    Some((quantile(&values, alpha), quantile(&values, 1.0 - alpha)))
-}
-
-/// Quantile `q` of sorted, non-empty `values` (linear interpolation, "type 7").
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
-    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
-    let (a, b) = (sorted[lo], sorted[hi]);
-    if a == b {
-        a
-    } else {
-        a + (h - lo as f64) * (b - a)
-    }
+    Some((quantile(&mut values, alpha), quantile(&mut values, 1.0 - alpha)))
 }
 
 /// Formats `mean [low, high]` with 3 decimals; `mean [–]` without an interval, `–`
