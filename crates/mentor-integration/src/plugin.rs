@@ -309,9 +309,6 @@ fn full_solution(
         };
         metrics.intervened += 1;
         let t0 = Instant::now();
-        let sample = rollout.off_policy(&grp.task, reference).map_err(Error::Rollout)?;
-        metrics.rollout_seconds += t0.elapsed().as_secs_f64();
-        let t0 = Instant::now();
         let verdict = verifier.judge_batch(&[(&grp.task, reference)]).pop().ok_or_else(|| {
             Error::Invalid("the verifier returned no verdict for the reference solution".into())
         })?;
@@ -338,6 +335,10 @@ fn full_solution(
             out.push(plain(grp));
             continue;
         }
+        // Only a verified reference is tokenized.
+        let t0 = Instant::now();
+        let sample = rollout.off_policy(&grp.task, reference).map_err(Error::Rollout)?;
+        metrics.rollout_seconds += t0.elapsed().as_secs_f64();
         metrics.rescued += 1;
         *metrics.levels_used.entry(HintLevel::PARTIAL_SOLUTION.get().to_string()).or_default() += 1;
         let mut rows = plain(grp).rows;

@@ -130,19 +130,19 @@ pub(super) fn step_tasks(cfg: &TrainConfig, tasks: &Tasks, step: usize) -> Vec<T
         Tasks::Curriculum if cfg.curriculum.pool > 0 => {
             let level = curriculum::level_at(&cfg.curriculum.schedule, step);
             let pool = pool(cfg, level);
+            let into = curriculum::steps_into_phase(&cfg.curriculum.schedule, step);
+            // Epochs over the pool from the start of the level's phase, each in its own
+            // seeded order (a step spans at most a few epochs; each order is drawn once).
+            let mut orders: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
             (0..n)
                 .map(|i| {
-                    // Epochs over the pool from the start of the level's phase, each in its
-                    // own seeded order.
-                    let k = curriculum::steps_into_phase(&cfg.curriculum.schedule, step) * n + i;
-                    let mut order: Vec<usize> = (0..pool.len()).collect();
-                    let epoch = (k / pool.len()) as u64;
-                    order.shuffle(&mut StdRng::seed_from_u64(mix(&[
-                        cfg.run.seed,
-                        0x9002,
-                        u64::from(level),
-                        epoch,
-                    ])));
+                    let k = into * n + i;
+                    let order = orders.entry(k / pool.len()).or_insert_with_key(|&epoch| {
+                        let mut order: Vec<usize> = (0..pool.len()).collect();
+                        let seed = mix(&[cfg.run.seed, 0x9002, u64::from(level), epoch as u64]);
+                        order.shuffle(&mut StdRng::seed_from_u64(seed));
+                        order
+                    });
                     pool[order[k % pool.len()]].clone()
                 })
                 .collect()
