@@ -2,13 +2,16 @@
 //!
 //! - `setup`: prepares the assets (Python runtime component for the code sandbox, the SmolLM2
 //!   GGUF) into the asset directory; idempotent.
-//! - `test`: setup, then every test of the workspace. This is what CI runs.
+//! - `test`: setup, then every test of the workspace, then the Python binding tests. This is
+//!   what CI runs.
 //! - `demo`: builds `mentor` and runs `mentor demo` (the embedded default needs no assets).
 //! - `datasets`: installs the public benchmark files with sha256 checks.
 //! - `lint`: `cargo fmt --check` and `cargo clippy --all-targets -D warnings`.
 //! - `bench`: comparison benchmarks against peers (Math-Verify, ...), in release mode.
 //! - `rescue`: `mentor rescue` on SmolLM2's real GSM8K failures (MBPP with `--mbpp`): how often
 //!   each mentor turns an all-fail group into a success (sized down for 2 cores; see README).
+//! - `python`: builds the `mentor-rl` wheel (maturin, dev profile) and runs the binding tests
+//!   against it in a fresh venv; prints the wheel's path last. `test` runs the same tests.
 //!
 //! xtask never links the heavy crates; it shells out to `cargo`, `python3` and `curl`.
 
@@ -18,6 +21,7 @@ mod bench_policy;
 mod datasets;
 mod hashing;
 mod process;
+mod python;
 mod rescue;
 #[cfg(test)]
 mod tidy;
@@ -39,7 +43,7 @@ struct Cli {
 enum Command {
     /// Prepare the assets (Python runtime component, SmolLM2 GGUF); a no-op when present.
     Setup,
-    /// Run setup, then every test in the workspace (what CI runs).
+    /// Run setup, then every test in the workspace and the Python binding tests (what CI runs).
     Test {
         /// Extra arguments passed to `cargo test` (after `--`).
         #[arg(last = true)]
@@ -72,6 +76,9 @@ enum Command {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Build the `mentor-rl` Python wheel (dev profile, maturin pinned in a private venv),
+    /// install it into a fresh venv and run the binding tests; prints the wheel's path last.
+    Python,
     /// Run a comparison benchmark against its peer (installed into a private venv).
     Bench {
         /// Which bench.
@@ -93,6 +100,7 @@ fn main() {
         Command::Lint => lint(),
         Command::Bench { target, args } => bench::run_bench(target, &args),
         Command::Rescue { mbpp, args } => rescue::rescue(mbpp, &args),
+        Command::Python => assets::setup().and_then(|dir| python::run_command(&dir)),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
@@ -113,7 +121,11 @@ fn test(extra: &[String]) -> Result<()> {
     eprintln!("==> cargo test --workspace --doc");
     let mut cmd = process::cargo();
     cmd.args(["test", "--workspace", "--doc"]).env(mentor_core::assets::HOME_VAR, dir.root());
-    process::run(&mut cmd, "cargo test --workspace --doc")
+    process::run(&mut cmd, "cargo test --workspace --doc")?;
+    eprintln!("==> Python bindings: build the mentor-rl wheel and run its tests (cargo xtask python)");
+    let wheel = python::build_and_test(&dir)?;
+    eprintln!("==> Python bindings: tests passed with {}", wheel.display());
+    Ok(())
 }
 
 /// The demo needs no downloaded asset (its model is pretrained from scratch by the demo

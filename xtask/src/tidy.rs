@@ -15,6 +15,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("mentor-verify-code", &["candle-core"]),
     ("mentor-agents", &["wasmtime"]),
     ("xtask", &["candle-core", "wasmtime"]),
+    // The Python wheel binds the library crates, never the trainer.
+    ("mentor-python", &["mentor-trainer"]),
 ];
 
 fn metadata() -> Value {

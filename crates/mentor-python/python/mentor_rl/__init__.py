@@ -1,0 +1,46 @@
+"""MENTOR's verifiers, mentor and collapse monitor for Python RLVR pipelines.
+
+Everything here is the Rust workspace's own implementation (the crates mentor-verify-math,
+mentor-verify-code, mentor-agents and mentor-integration), compiled into ``mentor_rl._native``:
+
+- :func:`verify_math` judges completions against gold answers (GIL released, all cores);
+- :class:`CodeSandbox` runs Python programs in a wasmtime sandbox against HumanEval, MBPP or
+  stdin/stdout tests;
+- :class:`Mentor`, :class:`StaticHints` and :class:`Refinement` turn a failed group into a
+  guarded hint;
+- :class:`CollapseMonitor` tracks zero-reward collapse over training steps.
+
+Each verdict's ``feedback`` is the dict ``mentor verify math`` / ``mentor verify code`` print.
+"""
+
+from ._native import (
+    CodeSandbox,
+    CollapseMonitor,
+    Mentor,
+    MentorError,
+    MentorRlError,
+    Refinement,
+    RuntimeMissingError,
+    SandboxError,
+    StaticHints,
+    Verdict,
+    __version__,
+    math_equivalent,
+    verify_math,
+)
+
+__all__ = [
+    "CodeSandbox",
+    "CollapseMonitor",
+    "Mentor",
+    "MentorError",
+    "MentorRlError",
+    "Refinement",
+    "RuntimeMissingError",
+    "SandboxError",
+    "StaticHints",
+    "Verdict",
+    "__version__",
+    "math_equivalent",
+    "verify_math",
+]

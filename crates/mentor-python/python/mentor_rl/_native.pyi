@@ -1,0 +1,272 @@
+"""Type stubs of ``mentor_rl._native``, the compiled part of ``mentor_rl`` (crates/mentor-python)."""
+
+from os import PathLike
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union
+
+__version__: str
+
+StrPath = Union[str, "PathLike[str]"]
+Format = Literal["humaneval", "mbpp", "stdio"]
+
+class MentorRlError(Exception):
+    """Base class of the errors raised by mentor_rl's machinery (bad arguments raise ValueError)."""
+
+class SandboxError(MentorRlError):
+    """The code sandbox could not run (runtime corrupt, engine failure, unjudgeable task)."""
+
+class RuntimeMissingError(SandboxError):
+    """The sandbox's Python runtime component is not installed: run ``cargo xtask setup``."""
+
+class MentorError(MentorRlError):
+    """The mentor could not run (backend failure without fallback)."""
+
+class Verdict:
+    """The judgement of one completion (wraps the Rust ``mentor_core::Verdict``)."""
+
+    @property
+    def correct(self) -> bool:
+        """Whether the completion fully solved the task (then ``reward == 1.0``)."""
+    @property
+    def reward(self) -> float:
+        """The reward, finite and in [0, 1] (partial credit only with ``reward="fraction_passed"``)."""
+    @property
+    def extracted(self) -> Optional[str]:
+        """The final answer found in a math completion; None when none was found, and for code."""
+    @property
+    def outcome(self) -> str:
+        """``correct``, ``no_answer``, ``wrong_value``, ... (math); ``passed``, ``wrong_answer``,
+        ``timeout``, ``tampered``, ... (code); ``verifier_error`` when the verifier itself failed."""
+    @property
+    def feedback(self) -> Dict[str, Any]:
+        """The verifier's evidence: the ``feedback`` object of a ``mentor verify math`` output line
+        (outcome, extracted, source, parsed, gold, relation, detail) or of a ``mentor verify code``
+        line (``domain: "code"``, outcome, tests_total, tests_passed, failed_test, exception,
+        stdout, stderr, output_truncated, detail)."""
+    def to_dict(self) -> Dict[str, Any]:
+        """The whole verdict: ``{"reward", "passed", "feedback": {"domain": ..., ...}}``."""
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> "Verdict":
+        """Reads back what :meth:`to_dict` returns; ValueError when the invariants do not hold."""
+    def __eq__(self, other: object) -> bool: ...
+
+def verify_math(golds: Sequence[str], completions: Sequence[str], *, threads: Optional[int] = None) -> List[Verdict]:
+    """Judges ``completions[i]`` against ``golds[i]`` (LaTeX or plain; a GSM8K ``#### x`` gold is
+    reduced to ``x``) in parallel with the GIL released, on all cores or ``threads`` threads.
+
+    Raises ValueError when the lengths differ or ``threads`` is 0."""
+
+def math_equivalent(reference: str, candidate: str) -> bool:
+    """Whether two answers (not completions) denote the same value (``\\frac{1}{2}`` and ``0.5``)."""
+
+class StdioCase(TypedDict):
+    input: str
+    output: str
+
+Tests = Union[str, Sequence[str], Sequence[Union[StdioCase, Tuple[str, str]]]]
+
+class CodeSandbox:
+    """CPython in a wasmtime sandbox (no files, network, processes or environment), judging
+    programs test by test as ``mentor verify code`` does.
+
+    The runtime component is ``<assets>/python-runtime/runner.wasm``, installed by
+    ``cargo xtask setup``; ``assets`` defaults to the CLI's discovery: ``$MENTOR_HOME``, else
+    ``$XDG_CACHE_HOME/mentor``, else ``~/.cache/mentor``. ``runtime`` names the component directly.
+    The limits apply to every program; ``reward`` is ``"binary"`` or ``"fraction_passed"``.
+
+    Raises RuntimeMissingError when the runtime is not installed, ValueError for bad limits."""
+
+    def __init__(
+        self,
+        *,
+        assets: Optional[StrPath] = None,
+        runtime: Optional[StrPath] = None,
+        cache_dir: Optional[StrPath] = None,
+        concurrency: int = 0,
+        cpu_time: float = 5.0,
+        wall_time: float = 10.0,
+        memory_bytes: int = 256 << 20,
+        stdout_bytes: int = 64 << 10,
+        stderr_bytes: int = 64 << 10,
+        max_memory_bytes: int = 1 << 30,
+        reward: Literal["binary", "fraction_passed"] = "binary",
+    ) -> None: ...
+    @property
+    def runtime(self) -> str:
+        """The runtime component in use."""
+    @property
+    def concurrency(self) -> int:
+        """How many programs run at once in :meth:`verify_many` (0 at construction: all cores)."""
+    def verify(
+        self,
+        program: str,
+        *,
+        tests: Tests,
+        format: Format = "humaneval",
+        entry_point: Optional[str] = None,
+        prompt: str = "",
+        setup_code: str = "",
+        imports: Optional[Sequence[str]] = None,
+        errors: Literal["raise", "verdict"] = "raise",
+    ) -> Verdict:
+        """Judges ``program`` (code, or a markdown answer holding a python block).
+
+        - ``"humaneval"``: ``tests`` is the test code defining ``check(candidate)``;
+          ``entry_point`` is required; ``prompt`` is the signature the program continues
+          (empty when the program defines the function itself).
+        - ``"mbpp"``: ``tests`` is a list of ``assert`` lines; ``setup_code`` runs after the
+          program, ``imports`` before it.
+        - ``"stdio"``: ``tests`` is a list of ``{"input", "output"}`` dicts or pairs.
+
+        A failure of the sandbox raises SandboxError (``errors="raise"``) or gives a
+        ``verifier_error`` verdict with reward 0 (``errors="verdict"``, as the Rust trainer does).
+        Bad arguments raise ValueError naming the argument."""
+    def verify_many(
+        self,
+        programs: Sequence[str],
+        *,
+        tests: Sequence[Tests],
+        format: Format = "humaneval",
+        entry_points: Optional[Sequence[Optional[str]]] = None,
+        prompts: Optional[Sequence[str]] = None,
+        errors: Literal["raise", "verdict"] = "raise",
+    ) -> List[Verdict]:
+        """Judges many programs in parallel (GIL released): ``tests[i]``, ``entry_points[i]`` and
+        ``prompts[i]`` go with ``programs[i]``; verdicts in input order."""
+
+class Hint(TypedDict):
+    text: str
+    level: int
+    solution_prefix: Optional[str]
+    source: str
+
+class GuardResult(TypedDict):
+    outcome: Literal["accepted", "redacted", "rejected"]
+    redactions: List[str]
+    rejections: List[Dict[str, str]]
+
+class InterventionResult(TypedDict):
+    mentor: str
+    diagnosis: Optional[Dict[str, Any]]
+    hint: Optional[Hint]
+    guard: GuardResult
+
+TaskLike = Mapping[str, Any]
+VerdictLike = Union[Verdict, Mapping[str, Any]]
+
+class Mentor:
+    """The mentor the Rust trainer uses (``AgentMentor``): a diagnoser, a tutor and a guard.
+
+    ``backend="rules"`` is offline and deterministic; ``backend="llm"`` asks an
+    OpenAI-compatible endpoint (``base_url``, ``model``, the key read from the environment
+    variable ``api_key_env``) and falls back to rules when it fails. ``prompts`` is a folder of
+    template files (as ``crates/mentor-agents/prompts``); the guard rejects or redacts hints that
+    leak the answer, reproduce more than ``max_code_overlap`` of the reference code, or exceed
+    ``max_hint_chars``."""
+
+    def __init__(
+        self,
+        backend: Literal["rules", "llm"] = "rules",
+        *,
+        base_url: Optional[str] = None,
+        model: Optional[str] = None,
+        api_key_env: Optional[str] = None,
+        prompts: Optional[StrPath] = None,
+        max_hint_chars: int = 2000,
+        max_code_overlap: float = 0.5,
+        redact: bool = True,
+        timeout: float = 60.0,
+        retries: int = 2,
+        concurrency: int = 4,
+        temperature: Optional[float] = None,
+        max_tokens: Optional[int] = None,
+    ) -> None: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def fallbacks(self) -> int:
+        """Calls answered by the rules because the ``llm`` endpoint failed."""
+    def intervene(
+        self,
+        task: TaskLike,
+        attempts: Sequence[str],
+        verdicts: Sequence[VerdictLike],
+        *,
+        level: Optional[int] = None,
+        previous_hints: Optional[Sequence[Hint]] = None,
+    ) -> Optional[InterventionResult]:
+        """Diagnoses the failed ``attempts`` (with their ``verdicts``) and writes a guarded hint at
+        ``level`` (1 nudge, 2 plan, 3 partial worked solution; default 1, the trainer's start
+        level). When the guard rejects a hint the tutor tries one level lower.
+
+        ``task`` is a dict: math ``{"question", "answer", "solution"?, "id"?}`` (a GSM8K answer
+        with its ``#### x`` line is split into rationale and gold), code ``{"question"?, "tests",
+        "format"?, "entry_point"?, "prompt"?, "reference_solution"?, "id"?}``, or a serialised
+        Rust task (with ``payload``).
+
+        Returns ``{"mentor", "diagnosis", "hint": {"text", "level", "solution_prefix", "source"}
+        or None, "guard": {"outcome", "redactions", "rejections"}}``, or None when an attempt
+        passed (the group did not fail, so there is nothing to intervene on)."""
+
+class StaticHints:
+    """Baseline: a generic hint per domain drawn at random (seeded) without diagnosis."""
+
+    def __init__(self, seed: int = 0, *, prompts: Optional[StrPath] = None) -> None: ...
+    def intervene(
+        self,
+        task: TaskLike,
+        attempts: Sequence[str],
+        verdicts: Sequence[VerdictLike],
+        *,
+        level: Optional[int] = None,
+        previous_hints: Optional[Sequence[Hint]] = None,
+    ) -> Optional[InterventionResult]:
+        """Same call and result as :meth:`Mentor.intervene` (``diagnosis`` is None)."""
+
+class Refinement:
+    """Baseline: one failed answer (at most ``quote_chars`` of it) and its feedback shown back,
+    through the same guard as :class:`Mentor`."""
+
+    def __init__(
+        self,
+        *,
+        quote_chars: int = 200,
+        max_hint_chars: int = 2000,
+        max_code_overlap: float = 0.5,
+        redact: bool = True,
+    ) -> None: ...
+    def intervene(
+        self,
+        task: TaskLike,
+        attempts: Sequence[str],
+        verdicts: Sequence[VerdictLike],
+        *,
+        level: Optional[int] = None,
+        previous_hints: Optional[Sequence[Hint]] = None,
+    ) -> Optional[InterventionResult]:
+        """Same call and result as :meth:`Mentor.intervene` (``diagnosis`` is None)."""
+
+class CollapseReport(TypedDict):
+    collapsed: List[int]
+    zrf: float
+    zero_std_frac: float
+    mean_reward: float
+    window_zrf: float
+    event: Literal["quiet", "started", "ongoing", "cleared"]
+    event_active: bool
+
+class CollapseMonitor:
+    """Zero-reward collapse over training steps, as the trainer's monitor sees it: an event
+    starts when the mean zero-reward fraction (ZRF) over the last ``window`` steps rises above
+    ``raise_above`` and clears when it falls below ``clear_below``."""
+
+    def __init__(self, *, window: int = 3, raise_above: float = 0.5, clear_below: float = 0.25) -> None: ...
+    def observe(self, rewards: Sequence[float], group_size: int) -> CollapseReport:
+        """Records one step: ``rewards`` of the unhinted completions, group after group
+        (``group_size`` per prompt, contiguous, as TRL orders them). ``collapsed`` lists the
+        groups whose rewards are all zero; ``zero_std_frac`` is TRL's ``frac_reward_zero_std``.
+        Raises ValueError when the rewards do not make whole groups or leave [0, 1]."""
+    @property
+    def in_event(self) -> bool:
+        """Whether a collapse event is in force."""
+    def reset(self) -> None:
+        """Forgets the history."""

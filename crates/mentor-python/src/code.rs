@@ -1,0 +1,405 @@
+//! `CodeSandbox`: [`mentor_verify_code::Sandbox`] and [`CodeVerifier`] from Python.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mentor_core::assets::AssetDir;
+use mentor_core::{
+    CodeHarness, CodePayload, IoCase, Payload, Task, TaskMeta, Verdict, Verifier, VerifierError,
+};
+use mentor_verify_code::{CodeVerifier, Limits, RewardMode, Sandbox, SandboxConfig, VerifierConfig};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::verdict::PyVerdict;
+use crate::{RuntimeMissingError, SandboxError};
+
+/// The test formats, as `mentor verify code --format` names them.
+const FORMATS: &str = "\"humaneval\", \"mbpp\" or \"stdio\"";
+
+/// The harness of a code task from the Python arguments of `verify` (`tests` in the shape
+/// `format` asks for); errors name the argument.
+pub(crate) fn harness(
+    tests: &Bound<'_, PyAny>,
+    format: &str,
+    entry_point: Option<&str>,
+    prompt: &str,
+    setup_code: &str,
+    imports: Option<Vec<String>>,
+) -> PyResult<CodeHarness> {
+    let no_str = |what: &str| {
+        PyValueError::new_err(format!("tests: for format=\"{format}\" pass a list of {what}, not one string"))
+    };
+    match format {
+        "humaneval" => {
+            let test = tests.extract::<String>().map_err(|_| {
+                PyValueError::new_err(
+                    "tests: for format=\"humaneval\" pass the test code (a str defining check)",
+                )
+            })?;
+            let entry_point = entry_point
+                .ok_or_else(|| PyValueError::new_err("entry_point is required for format=\"humaneval\""))?;
+            if entry_point.is_empty() || !entry_point.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                return Err(PyValueError::new_err(format!(
+                    "entry_point: `{entry_point}` is not a Python identifier"
+                )));
+            }
+            Ok(CodeHarness::HumanEval {
+                prompt: prompt.to_owned(),
+                test,
+                entry_point: entry_point.to_owned(),
+            })
+        }
+        "mbpp" => {
+            if tests.cast::<PyString>().is_ok() {
+                return Err(no_str("assert lines"));
+            }
+            let tests: Vec<String> = tests.extract().map_err(|_| {
+                PyValueError::new_err("tests: for format=\"mbpp\" pass a list of assert lines (str)")
+            })?;
+            if tests.is_empty() {
+                return Err(PyValueError::new_err("tests: the list of assert lines is empty"));
+            }
+            Ok(CodeHarness::Mbpp {
+                tests,
+                setup_code: setup_code.to_owned(),
+                imports: imports.unwrap_or_default(),
+            })
+        }
+        "stdio" => {
+            if tests.cast::<PyString>().is_ok() {
+                return Err(no_str("cases"));
+            }
+            let list = tests.cast::<PyList>().map_err(|_| {
+                PyValueError::new_err(
+                    "tests: for format=\"stdio\" pass a list of {\"input\": str, \"output\": str} dicts or (input, output) pairs",
+                )
+            })?;
+            let cases =
+                list.iter().enumerate().map(|(i, case)| io_case(&case, i)).collect::<PyResult<Vec<_>>>()?;
+            if cases.is_empty() {
+                return Err(PyValueError::new_err("tests: the list of cases is empty"));
+            }
+            Ok(CodeHarness::Stdio { cases })
+        }
+        other => Err(PyValueError::new_err(format!("format: unknown format `{other}` (use {FORMATS})"))),
+    }
+}
+
+fn io_case(case: &Bound<'_, PyAny>, i: usize) -> PyResult<IoCase> {
+    let bad = || {
+        PyValueError::new_err(format!(
+            "tests[{i}]: a case is {{\"input\": str, \"output\": str}} or (input, output)"
+        ))
+    };
+    if let Ok(d) = case.cast::<PyDict>() {
+        let get =
+            |k: &str| -> PyResult<String> { d.get_item(k)?.ok_or_else(bad)?.extract().map_err(|_| bad()) };
+        return Ok(IoCase { input: get("input")?, output: get("output")? });
+    }
+    if let Ok(t) = case.cast::<PyTuple>() {
+        if t.len() == 2 {
+            return Ok(IoCase {
+                input: t.get_item(0)?.extract().map_err(|_| bad())?,
+                output: t.get_item(1)?.extract().map_err(|_| bad())?,
+            });
+        }
+    }
+    Err(bad())
+}
+
+/// A code task around `harness`.
+pub(crate) fn code_task(
+    id: String,
+    question: String,
+    harness: CodeHarness,
+    reference: Option<String>,
+) -> Task {
+    let source = match harness {
+        CodeHarness::HumanEval { .. } => "humaneval",
+        CodeHarness::Mbpp { .. } => "mbpp",
+        CodeHarness::Stdio { .. } => "stdio",
+    };
+    Task {
+        id,
+        prompt: if question.is_empty() { Vec::new() } else { vec![mentor_core::Message::user(question)] },
+        payload: Payload::Code(CodePayload { harness, reference_solution: reference }),
+        meta: TaskMeta { source: source.into(), level: None, subject: None },
+    }
+}
+
+fn duration(secs: f64, what: &str) -> PyResult<Duration> {
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "{what} must be a positive number of seconds, got {secs}"
+        )));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+}
+
+/// Python's `verify` / `verify_many` error policy.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnError {
+    Raise,
+    Verdict,
+}
+
+fn on_error(errors: &str) -> PyResult<OnError> {
+    match errors {
+        "raise" => Ok(OnError::Raise),
+        "verdict" => Ok(OnError::Verdict),
+        other => Err(PyValueError::new_err(format!("errors: `{other}` is not \"raise\" or \"verdict\""))),
+    }
+}
+
+fn sandbox_err(e: &VerifierError) -> PyErr {
+    match e {
+        VerifierError::Unsupported { .. } => PyValueError::new_err(format!("tests: {e}")),
+        other => SandboxError::new_err(other.to_string()),
+    }
+}
+
+/// Python in a wasmtime sandbox, judging programs against HumanEval, MBPP or stdin/stdout
+/// tests, as `mentor verify code` does.
+#[pyclass(name = "CodeSandbox", module = "mentor_rl", frozen)]
+pub struct CodeSandbox {
+    sandbox: Arc<Sandbox>,
+    limits: Limits,
+    reward: RewardMode,
+    runtime: PathBuf,
+}
+
+impl CodeSandbox {
+    fn verifier(&self) -> CodeVerifier<'_> {
+        CodeVerifier::new(
+            &self.sandbox,
+            VerifierConfig { limits: Some(self.limits.clone()), reward: self.reward },
+        )
+    }
+}
+
+#[pymethods]
+impl CodeSandbox {
+    #[new]
+    #[pyo3(signature = (
+        *,
+        assets = None,
+        runtime = None,
+        cache_dir = None,
+        concurrency = 0,
+        cpu_time = 5.0,
+        wall_time = 10.0,
+        memory_bytes = 256 << 20,
+        stdout_bytes = 64 << 10,
+        stderr_bytes = 64 << 10,
+        max_memory_bytes = 1 << 30,
+        reward = "binary",
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn py_new(
+        py: Python<'_>,
+        assets: Option<PathBuf>,
+        runtime: Option<PathBuf>,
+        cache_dir: Option<PathBuf>,
+        concurrency: usize,
+        cpu_time: f64,
+        wall_time: f64,
+        memory_bytes: usize,
+        stdout_bytes: usize,
+        stderr_bytes: usize,
+        max_memory_bytes: usize,
+        reward: &str,
+    ) -> PyResult<Self> {
+        let reward = match reward {
+            "binary" => RewardMode::Binary,
+            "fraction_passed" => RewardMode::FractionPassed,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "reward: `{other}` is not \"binary\" or \"fraction_passed\""
+                )))
+            }
+        };
+        let limits = Limits {
+            cpu_time: duration(cpu_time, "cpu_time")?,
+            wall_time: duration(wall_time, "wall_time")?,
+            memory_bytes,
+            stdout_bytes,
+            stderr_bytes,
+        };
+        if memory_bytes > max_memory_bytes {
+            return Err(PyValueError::new_err(format!(
+                "memory_bytes ({memory_bytes}) exceeds max_memory_bytes ({max_memory_bytes})"
+            )));
+        }
+        // The CLI's discovery: MENTOR_HOME, else XDG_CACHE_HOME/mentor, else ~/.cache/mentor.
+        let dir = match assets {
+            Some(root) => Some(AssetDir::at(root)),
+            None => AssetDir::resolve(|k| std::env::var(k).ok()),
+        };
+        let mut config = match (&runtime, &dir) {
+            (Some(rt), _) => SandboxConfig::new(rt, cache_dir.clone().or_else(|| dir.as_ref().map(AssetDir::compile_cache))),
+            (None, Some(d)) => SandboxConfig::from_assets(d),
+            (None, None) => {
+                return Err(RuntimeMissingError::new_err(
+                    "cannot locate the asset directory (MENTOR_HOME, XDG_CACHE_HOME and HOME are unset): pass assets= or runtime=, and run `cargo xtask setup`",
+                ))
+            }
+        };
+        if let Some(c) = cache_dir {
+            config.cache_dir = Some(c);
+        }
+        config.concurrency = concurrency;
+        config.limits = limits.clone();
+        config.max_memory_bytes = max_memory_bytes;
+        if !config.runtime.is_file() {
+            return Err(RuntimeMissingError::new_err(format!(
+                "the Python runtime component is missing at {}\nhint: run `cargo xtask setup` (or pass assets= / runtime=)",
+                config.runtime.display()
+            )));
+        }
+        let runtime = config.runtime.clone();
+        let sandbox = py.detach(|| Sandbox::new(&config)).map_err(|e| match e {
+            mentor_verify_code::Error::RuntimeMissing { .. } => RuntimeMissingError::new_err(e.to_string()),
+            mentor_verify_code::Error::Config(_) => PyValueError::new_err(e.to_string()),
+            other => SandboxError::new_err(format!(
+                "cannot start the code sandbox from {}: {other}\nhint: run `cargo xtask setup` to rebuild the Python runtime",
+                runtime.display()
+            )),
+        })?;
+        Ok(Self { sandbox: Arc::new(sandbox), limits, reward, runtime })
+    }
+
+    /// The runtime component in use.
+    #[getter]
+    fn runtime(&self) -> PathBuf {
+        self.runtime.clone()
+    }
+
+    /// How many programs run at once in `verify_many`.
+    #[getter]
+    fn concurrency(&self) -> usize {
+        self.sandbox.concurrency()
+    }
+
+    /// Judges one program (a completion: code, or a markdown answer with a ```python block)
+    /// against `tests` in `format`.
+    #[pyo3(signature = (
+        program,
+        *,
+        tests,
+        format = "humaneval",
+        entry_point = None,
+        prompt = "",
+        setup_code = "",
+        imports = None,
+        errors = "raise",
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn verify(
+        &self,
+        py: Python<'_>,
+        program: String,
+        tests: &Bound<'_, PyAny>,
+        format: &str,
+        entry_point: Option<&str>,
+        prompt: &str,
+        setup_code: &str,
+        imports: Option<Vec<String>>,
+        errors: &str,
+    ) -> PyResult<PyVerdict> {
+        let policy = on_error(errors)?;
+        let h = harness(tests, format, entry_point, prompt, setup_code, imports)?;
+        let task = code_task("python/0".into(), String::new(), h, None);
+        let result = py.detach(|| self.verifier().verify(&task, &program));
+        match result {
+            Ok(v) => Ok(PyVerdict::new(v)),
+            Err(e) if policy == OnError::Verdict => Ok(PyVerdict::new(Verdict::verifier_error(&e))),
+            Err(e) => Err(sandbox_err(&e)),
+        }
+    }
+
+    /// Judges many programs in parallel: `tests[i]` (and `entry_points[i]`, `prompts[i]`) go
+    /// with `programs[i]`; verdicts in input order.
+    #[pyo3(signature = (
+        programs,
+        *,
+        tests,
+        format = "humaneval",
+        entry_points = None,
+        prompts = None,
+        errors = "raise",
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn verify_many(
+        &self,
+        py: Python<'_>,
+        programs: Vec<String>,
+        tests: &Bound<'_, PyList>,
+        format: &str,
+        entry_points: Option<Vec<Option<String>>>,
+        prompts: Option<Vec<String>>,
+        errors: &str,
+    ) -> PyResult<Vec<PyVerdict>> {
+        let policy = on_error(errors)?;
+        let n = programs.len();
+        if tests.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "tests must hold one entry per program ({} tests, {n} programs)",
+                tests.len()
+            )));
+        }
+        if let Some(e) = &entry_points {
+            if e.len() != n {
+                return Err(PyValueError::new_err(format!(
+                    "entry_points must hold one entry per program ({} entry points, {n} programs)",
+                    e.len()
+                )));
+            }
+        }
+        if let Some(p) = &prompts {
+            if p.len() != n {
+                return Err(PyValueError::new_err(format!(
+                    "prompts must hold one entry per program ({} prompts, {n} programs)",
+                    p.len()
+                )));
+            }
+        }
+        let mut tasks = Vec::with_capacity(n);
+        for (i, t) in tests.iter().enumerate() {
+            let ep = entry_points.as_ref().and_then(|e| e[i].as_deref());
+            let prompt = prompts.as_ref().map_or("", |p| p[i].as_str());
+            let h = harness(&t, format, ep, prompt, "", None)
+                .map_err(|e| PyValueError::new_err(format!("item {i}: {}", e.value(py))))?;
+            tasks.push(code_task(format!("python/{i}"), String::new(), h, None));
+        }
+        let results = py.detach(|| {
+            let items: Vec<(&Task, &str)> = tasks.iter().zip(programs.iter().map(String::as_str)).collect();
+            self.verifier().verify_batch(&items)
+        });
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| match r {
+                Ok(v) => Ok(PyVerdict::new(v)),
+                Err(e) if policy == OnError::Verdict => Ok(PyVerdict::new(Verdict::verifier_error(&e))),
+                Err(e) => {
+                    let err = sandbox_err(&e);
+                    Err(PyErr::from_type(err.get_type(py), format!("item {i}: {}", err.value(py))))
+                }
+            })
+            .collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "CodeSandbox(runtime={:?}, concurrency={}, cpu_time={}, wall_time={}, memory_bytes={})",
+            self.runtime.display().to_string(),
+            self.sandbox.concurrency(),
+            self.limits.cpu_time.as_secs_f64(),
+            self.limits.wall_time.as_secs_f64(),
+            self.limits.memory_bytes
+        )
+    }
+}

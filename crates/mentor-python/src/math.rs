@@ -1,0 +1,51 @@
+//! `verify_math` and `math_equivalent`: [`mentor_verify_math`] from Python.
+
+use mentor_verify_math::Config;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::verdict::PyVerdict;
+
+/// Judges `completions[i]` against `golds[i]` on all cores (or `threads`), with the GIL
+/// released; verdicts in input order.
+#[pyfunction]
+#[pyo3(signature = (golds, completions, *, threads = None))]
+pub fn verify_math(
+    py: Python<'_>,
+    golds: Vec<String>,
+    completions: Vec<String>,
+    threads: Option<usize>,
+) -> PyResult<Vec<PyVerdict>> {
+    if golds.len() != completions.len() {
+        return Err(PyValueError::new_err(format!(
+            "golds and completions differ in length ({} golds, {} completions)",
+            golds.len(),
+            completions.len()
+        )));
+    }
+    if threads == Some(0) {
+        return Err(PyValueError::new_err("threads must be at least 1 (or None for all cores)"));
+    }
+    let verdicts = py.detach(|| {
+        let items: Vec<(&str, &str)> =
+            golds.iter().map(String::as_str).zip(completions.iter().map(String::as_str)).collect();
+        let cfg = Config::default();
+        match threads {
+            None => Ok(mentor_verify_math::check_batch(&items, &cfg)),
+            Some(n) => rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .map(|pool| pool.install(|| mentor_verify_math::check_batch(&items, &cfg)))
+                .map_err(|e| format!("cannot start {n} threads: {e}")),
+        }
+    });
+    let verdicts = verdicts.map_err(crate::MentorRlError::new_err)?;
+    Ok(verdicts.into_iter().map(PyVerdict::new).collect())
+}
+
+/// Whether two answers (not completions) denote the same value: the check the mentor's
+/// guard uses to find leaks (`\frac{1}{2}` and `0.5`).
+#[pyfunction]
+pub fn math_equivalent(reference: &str, candidate: &str) -> bool {
+    mentor_verify_math::equivalent(reference, candidate, &Config::default())
+}

@@ -1,0 +1,141 @@
+"""verify_math from Python: the same verdicts as the crate's CLI, the labels of the fixture, GSM8K."""
+
+import json
+import threading
+import time
+import unittest
+
+import mentor_rl
+from _support import datasets_dir, math_cases_path, read_jsonl, run_cli
+
+
+class MathFixture(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cases = read_jsonl(math_cases_path())
+        cls.verdicts = mentor_rl.verify_math(
+            [c["gold"] for c in cls.cases], [c["completion"] for c in cls.cases]
+        )
+
+    def test_every_verdict_equals_the_cli_line(self):
+        lines = [{"id": c["id"], "gold": c["gold"], "completion": c["completion"]} for c in self.cases]
+        cli = run_cli(["verify", "math"], lines)
+        self.assertEqual(len(cli), len(self.cases))
+        for case, verdict, line in zip(self.cases, self.verdicts, cli):
+            with self.subTest(id=case["id"]):
+                self.assertEqual(line["id"], case["id"])
+                self.assertEqual(verdict.correct, line["correct"])
+                self.assertEqual(verdict.extracted, line["extracted"])
+                self.assertEqual(verdict.feedback, line["feedback"])
+                self.assertEqual(verdict.reward, 1.0 if line["correct"] else 0.0)
+
+    def test_agreement_with_the_labels_is_at_least_math_verify_s(self):
+        # The bar of crates/mentor-verify-math/tests/it/fixture.rs, through Python.
+        n = ours = theirs = 0
+        for case, verdict in zip(self.cases, self.verdicts):
+            if case["ambiguous"]:
+                continue
+            n += 1
+            ours += verdict.correct == case["expected"]
+            theirs += case["mathverify"] == case["expected"]
+        self.assertGreater(n, 300)
+        self.assertGreaterEqual(ours, theirs, f"ours {ours}/{n}, Math-Verify {theirs}/{n}")
+
+    def test_threads_do_not_change_verdicts(self):
+        golds = [c["gold"] for c in self.cases]
+        comps = [c["completion"] for c in self.cases]
+        one = mentor_rl.verify_math(golds, comps, threads=1)
+        self.assertEqual(one, self.verdicts)
+
+    def test_feedback_is_a_plain_dict_and_round_trips(self):
+        v = self.verdicts[0]
+        self.assertIsInstance(v.feedback, dict)
+        json.dumps(v.feedback)
+        self.assertEqual(mentor_rl.Verdict.from_dict(v.to_dict()), v)
+        self.assertEqual(v.to_dict()["feedback"]["domain"], "math")
+
+
+class Gsm8k(unittest.TestCase):
+    def test_a_gsm8k_answer_verifies(self):
+        record = read_jsonl(datasets_dir() / "gsm8k/test.jsonl")[0]
+        gold = record["answer"]  # the whole rationale with its `#### 18` line
+        right, wrong, none = mentor_rl.verify_math(
+            [gold, gold, gold],
+            [
+                "She sells 16 - 3 - 4 = 9 eggs, so she makes 9 * 2 = 18 dollars.\n#### 18",
+                "The answer is $20.",
+                "I am not sure.",
+            ],
+        )
+        self.assertTrue(right.correct)
+        self.assertEqual(right.reward, 1.0)
+        self.assertEqual(right.extracted, "18")
+        self.assertEqual(right.outcome, "correct")
+        self.assertFalse(wrong.correct)
+        self.assertEqual(wrong.reward, 0.0)
+        self.assertEqual(wrong.feedback["outcome"], "wrong_value")
+        self.assertEqual(wrong.feedback["gold"], gold)
+        self.assertFalse(none.correct)
+        self.assertIn(none.outcome, ("no_answer", "wrong_value"))
+
+    def test_equivalence(self):
+        self.assertTrue(mentor_rl.math_equivalent("\\frac{1}{2}", "0.5"))
+        self.assertFalse(mentor_rl.math_equivalent("2", "3"))
+
+
+class Arguments(unittest.TestCase):
+    def test_lengths_must_match(self):
+        with self.assertRaises(ValueError) as e:
+            mentor_rl.verify_math(["1", "2"], ["1"])
+        self.assertIn("golds and completions", str(e.exception))
+
+    def test_a_string_is_not_a_list(self):
+        with self.assertRaises(TypeError):
+            mentor_rl.verify_math("12", "12")
+
+    def test_zero_threads_is_refused(self):
+        with self.assertRaises(ValueError) as e:
+            mentor_rl.verify_math(["1"], ["1"], threads=0)
+        self.assertIn("threads", str(e.exception))
+
+    def test_empty_input_gives_no_verdicts(self):
+        self.assertEqual(mentor_rl.verify_math([], []), [])
+
+    def test_hostile_input_is_a_verdict_not_a_crash(self):
+        deep = "(" * 100_000 + "1" + ")" * 100_000
+        [v] = mentor_rl.verify_math(["1"], ["\\boxed{" + deep + "}"])
+        self.assertFalse(v.correct)
+        with self.assertRaises(ValueError):
+            mentor_rl.Verdict.from_dict({"reward": 0.5, "passed": True, "feedback": {"domain": "math"}})
+
+
+class Gil(unittest.TestCase):
+    def test_the_gil_is_released_while_checking(self):
+        # A Python thread keeps counting while a long batch is checked.
+        golds = ["\\frac{1}{2}"] * 20000
+        comps = ["so $\\boxed{0.5}$"] * 20000
+        ticks = []
+        stop = threading.Event()
+
+        def tick():
+            while not stop.is_set():
+                ticks.append(time.perf_counter())
+                time.sleep(0.001)
+
+        t = threading.Thread(target=tick)
+        t.start()
+        try:
+            start = time.perf_counter()
+            verdicts = mentor_rl.verify_math(golds, comps)
+            end = time.perf_counter()
+        finally:
+            stop.set()
+            t.join()
+        self.assertTrue(all(v.correct for v in verdicts))
+        during = [x for x in ticks if start < x < end]
+        if end - start > 0.05:
+            self.assertGreater(len(during), 2, f"no ticks during {end - start:.3f} s of checking")
+
+
+if __name__ == "__main__":
+    unittest.main()
