@@ -1,0 +1,56 @@
+"""mentor_rl.verl.compute_score, verl's custom reward function (no verl needed)."""
+
+import json
+import unittest
+
+import mentor_rl
+from mentor_rl import verl
+
+
+class ComputeScore(unittest.TestCase):
+    def test_math_ground_truths(self):
+        self.assertEqual(verl.compute_score("openai/gsm8k", "so the answer is #### 18", "18"), 1.0)
+        self.assertEqual(verl.compute_score("openai/gsm8k", "The answer is 20.", "18"), 0.0)
+        self.assertEqual(verl.compute_score("lighteval/MATH", "$\\boxed{0.5}$", "\\frac{1}{2}"), 1.0)
+        self.assertEqual(verl.compute_score("gsm8k", "#### 18", "9 * 2 = 18\n#### 18"), 1.0)
+        self.assertEqual(verl.compute_score("x", "\\boxed{7}", 7), 1.0)
+        v = verl.verdict("openai/gsm8k", "The answer is 20.", "18")
+        self.assertEqual(v.feedback["outcome"], "wrong_value")
+
+    def test_code_ground_truths(self):
+        try:
+            mentor_rl.CodeSandbox()
+        except mentor_rl.RuntimeMissingError as e:
+            self.skipTest(str(e))
+        tests = {"tests": ["assert add(1, 2) == 3"]}
+        good = "```python\ndef add(a, b):\n    return a + b\n```"
+        bad = "def add(a, b):\n    return a - b\n"
+        self.assertEqual(verl.compute_score("mbpp", good, tests), 1.0)
+        self.assertEqual(verl.compute_score("mbpp", bad, tests), 0.0)
+        self.assertEqual(verl.compute_score("mbpp", good, json.dumps(tests)), 1.0)
+        he = {"tests": "def check(candidate):\n    assert candidate(2) == 4\n", "entry_point": "sq"}
+        self.assertEqual(verl.compute_score("humaneval", "def sq(x):\n    return x * x\n", he), 1.0)
+        io = {"format": "stdio", "tests": [{"input": "2\n", "output": "4"}]}
+        self.assertEqual(verl.compute_score("io", "print(int(input()) ** 2)\n", io), 1.0)
+        # An unjudgeable task scores 0 instead of stopping the run.
+        broken = {"tests": "def check(candidate) oops", "entry_point": "sq"}
+        self.assertEqual(verl.compute_score("humaneval", "def sq(x):\n    return x\n", broken), 0.0)
+
+    def test_verl_can_load_the_file_by_path(self):
+        # What verl's custom_reward_function does with `path`.
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("custom_module", verl.__file__)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.assertEqual(module.compute_score("openai/gsm8k", "#### 18", "18"), 1.0)
+
+    def test_bad_ground_truth(self):
+        with self.assertRaises(ValueError):
+            verl.compute_score("x", "1", None)
+        with self.assertRaises(ValueError):
+            verl.compute_score("x", "1", {"tests": "t", "format": "junit", "entry_point": "f"})
+
+
+if __name__ == "__main__":
+    unittest.main()
