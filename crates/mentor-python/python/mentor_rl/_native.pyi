@@ -5,6 +5,8 @@ from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple,
 
 __version__: str
 
+# StrPath, Format, Tests, StdioCase, Hint, GuardResult, InterventionResult, TaskLike,
+# VerdictLike and CollapseReport exist for type checkers only (not importable at run time).
 StrPath = Union[str, "PathLike[str]"]
 Format = Literal["humaneval", "mbpp", "stdio"]
 
