@@ -99,3 +99,45 @@ fn rs_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// `{package: [feature sets]}` of every package `cargo tree <selection>` reaches (normal and
+/// build edges; a package built for the host and the target can have two), from its `{p}|{f}`
+/// lines.
+fn tree_features(selection: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+    let out = cargo()
+        .arg("tree")
+        .args(selection)
+        .args(["-e", "normal,build", "--prefix", "none", "-f", "{p}|{f}", "--offline"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some((p, f)) = line.replace(" (*)", "").split_once('|') {
+            map.entry(p.trim().to_owned()).or_default().insert(f.trim().to_owned());
+        }
+    }
+    map
+}
+
+#[test]
+fn the_python_wheel_build_resolves_the_workspace_s_features() {
+    // maturin builds `-p mentor-python` alone. Where a dependency's features differ from the
+    // workspace build's, cargo builds a second copy of it and of everything above it (wasmtime,
+    // candle: ~10 minutes on 2 cores). mentor-python's Cargo.toml names the crates that would
+    // differ; mentor-agents and ureq may (the trainer's `local` backend and TLS: small crates).
+    let alone = tree_features(&["-p", "mentor-python"]);
+    let workspace = tree_features(&["--workspace"]);
+    for (package, features) in &alone {
+        if package.starts_with("mentor-agents ") || package.starts_with("ureq ") {
+            continue;
+        }
+        if let Some(theirs) = workspace.get(package) {
+            assert_eq!(
+                features, theirs,
+                "{package}: features differ between `-p mentor-python` and the workspace; enable the \
+                 workspace's in crates/mentor-python/Cargo.toml so the wheel build shares its artefacts"
+            );
+        }
+    }
+}
