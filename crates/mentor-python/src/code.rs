@@ -11,8 +11,9 @@ use mentor_core::{
 use mentor_verify_code::{CodeVerifier, Limits, RewardMode, Sandbox, SandboxConfig, VerifierConfig};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple};
 
+use crate::math::MAX_THREADS;
 use crate::verdict::PyVerdict;
 use crate::{RuntimeMissingError, SandboxError};
 
@@ -72,13 +73,13 @@ pub(crate) fn harness(
             if tests.cast::<PyString>().is_ok() {
                 return Err(no_str("cases"));
             }
-            let list = tests.cast::<PyList>().map_err(|_| {
+            let list = tests.extract::<Vec<Bound<'_, PyAny>>>().map_err(|_| {
                 PyValueError::new_err(
                     "tests: for format=\"stdio\" pass a list of {\"input\": str, \"output\": str} dicts or (input, output) pairs",
                 )
             })?;
             let cases =
-                list.iter().enumerate().map(|(i, case)| io_case(&case, i)).collect::<PyResult<Vec<_>>>()?;
+                list.iter().enumerate().map(|(i, case)| io_case(case, i)).collect::<PyResult<Vec<_>>>()?;
             if cases.is_empty() {
                 return Err(PyValueError::new_err("tests: the list of cases is empty"));
             }
@@ -228,6 +229,11 @@ impl CodeSandbox {
             stdout_bytes,
             stderr_bytes,
         };
+        if concurrency > MAX_THREADS {
+            return Err(PyValueError::new_err(format!(
+                "concurrency must be at most {MAX_THREADS} (0: all cores), got {concurrency}"
+            )));
+        }
         if memory_bytes > max_memory_bytes {
             return Err(PyValueError::new_err(format!(
                 "memory_bytes ({memory_bytes}) exceeds max_memory_bytes ({max_memory_bytes})"
@@ -336,7 +342,7 @@ impl CodeSandbox {
         &self,
         py: Python<'_>,
         programs: Vec<String>,
-        tests: &Bound<'_, PyList>,
+        tests: Vec<Bound<'_, PyAny>>,
         format: &str,
         entry_points: Option<Vec<Option<String>>>,
         prompts: Option<Vec<String>>,
@@ -370,7 +376,7 @@ impl CodeSandbox {
         for (i, t) in tests.iter().enumerate() {
             let ep = entry_points.as_ref().and_then(|e| e[i].as_deref());
             let prompt = prompts.as_ref().map_or("", |p| p[i].as_str());
-            let h = harness(&t, format, ep, prompt, "", None)
+            let h = harness(t, format, ep, prompt, "", None)
                 .map_err(|e| PyValueError::new_err(format!("item {i}: {}", e.value(py))))?;
             tasks.push(code_task(format!("python/{i}"), String::new(), h, None));
         }

@@ -6,6 +6,10 @@ use pyo3::prelude::*;
 
 use crate::verdict::PyVerdict;
 
+/// The most threads (or sandbox workers) a call may ask for: beyond it the request is a
+/// mistake, and starting that many threads could exhaust the machine.
+pub(crate) const MAX_THREADS: usize = 1024;
+
 /// Judges `completions[i]` against `golds[i]` on all cores (or `threads`), with the GIL
 /// released; verdicts in input order.
 #[pyfunction]
@@ -23,8 +27,10 @@ pub fn verify_math(
             completions.len()
         )));
     }
-    if threads == Some(0) {
-        return Err(PyValueError::new_err("threads must be at least 1 (or None for all cores)"));
+    if threads.is_some_and(|n| n == 0 || n > MAX_THREADS) {
+        return Err(PyValueError::new_err(format!(
+            "threads must be between 1 and {MAX_THREADS} (or None for all cores)"
+        )));
     }
     let verdicts = py.detach(|| {
         let items: Vec<(&str, &str)> =

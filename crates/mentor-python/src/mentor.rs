@@ -13,7 +13,7 @@ use mentor_core::{
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
 use serde_json::json;
 
 use crate::convert;
@@ -119,9 +119,9 @@ fn intervene<'py>(
     mentor: &dyn Mentor,
     task: &Bound<'py, PyAny>,
     attempts: Vec<String>,
-    verdicts: &Bound<'py, PyList>,
+    verdicts: Vec<Bound<'py, PyAny>>,
     level: Option<u8>,
-    previous_hints: Option<&Bound<'py, PyList>>,
+    previous_hints: Option<Vec<Bound<'py, PyAny>>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let task = task_from_py(task)?;
     if attempts.is_empty() {
@@ -159,7 +159,7 @@ fn intervene<'py>(
         Some(list) => list
             .iter()
             .enumerate()
-            .map(|(i, h)| convert::de_from_py(&h, &format!("previous_hints[{i}]")))
+            .map(|(i, h)| convert::de_from_py(h, &format!("previous_hints[{i}]")))
             .collect::<PyResult<_>>()?,
     };
     if group.iter().any(|a| a.verdict.passed()) {
@@ -275,7 +275,8 @@ impl PyMentor {
                     base_url,
                     model: model.unwrap_or(defaults.model.clone()),
                     api_key,
-                    timeout: Duration::from_secs_f64(timeout),
+                    timeout: Duration::try_from_secs_f64(timeout)
+                        .map_err(|e| PyValueError::new_err(format!("timeout: {e}")))?,
                     retries,
                     max_concurrency: concurrency,
                     temperature: temperature.unwrap_or(defaults.temperature),
@@ -309,9 +310,9 @@ impl PyMentor {
         py: Python<'py>,
         task: &Bound<'py, PyAny>,
         attempts: Vec<String>,
-        verdicts: &Bound<'py, PyList>,
+        verdicts: Vec<Bound<'py, PyAny>>,
         level: Option<u8>,
-        previous_hints: Option<&Bound<'py, PyList>>,
+        previous_hints: Option<Vec<Bound<'py, PyAny>>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         intervene(py, &self.inner, task, attempts, verdicts, level, previous_hints)
     }
@@ -342,9 +343,9 @@ impl PyStaticHints {
         py: Python<'py>,
         task: &Bound<'py, PyAny>,
         attempts: Vec<String>,
-        verdicts: &Bound<'py, PyList>,
+        verdicts: Vec<Bound<'py, PyAny>>,
         level: Option<u8>,
-        previous_hints: Option<&Bound<'py, PyList>>,
+        previous_hints: Option<Vec<Bound<'py, PyAny>>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         intervene(py, &self.inner, task, attempts, verdicts, level, previous_hints)
     }
@@ -376,9 +377,9 @@ impl PyRefinement {
         py: Python<'py>,
         task: &Bound<'py, PyAny>,
         attempts: Vec<String>,
-        verdicts: &Bound<'py, PyList>,
+        verdicts: Vec<Bound<'py, PyAny>>,
         level: Option<u8>,
-        previous_hints: Option<&Bound<'py, PyList>>,
+        previous_hints: Option<Vec<Bound<'py, PyAny>>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         intervene(py, &self.inner, task, attempts, verdicts, level, previous_hints)
     }

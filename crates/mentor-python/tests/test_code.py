@@ -115,6 +115,11 @@ class OtherFormats(unittest.TestCase):
         self.assertFalse(v.correct)
         self.assertEqual(v.reward, 0.5)
 
+    def test_tuples_are_accepted_where_lists_are(self):
+        prog = "print(int(input()) + 1)\n"
+        [v] = sandbox().verify_many((prog,), tests=((("1\n", "2"),),), format="stdio")
+        self.assertTrue(v.correct)
+
     def test_stdio(self):
         prog = "a, b = map(int, input().split())\nprint(a + b)\n"
         ok = sandbox().verify(prog, tests=[{"input": "1 2\n", "output": "3"}, ("5 5\n", "10")], format="stdio")
@@ -297,6 +302,7 @@ class Arguments(unittest.TestCase):
             ({"wall_time": float("nan")}, "wall_time"),
             ({"memory_bytes": 2 << 30}, "memory_bytes"),
             ({"reward": "half"}, "reward"),
+            ({"concurrency": 10**6}, "concurrency"),
         ]:
             with self.subTest(kwargs=kwargs):
                 with self.assertRaises(ValueError) as e:

@@ -93,10 +93,17 @@ class Arguments(unittest.TestCase):
         with self.assertRaises(TypeError):
             mentor_rl.verify_math("12", "12")
 
-    def test_zero_threads_is_refused(self):
-        with self.assertRaises(ValueError) as e:
-            mentor_rl.verify_math(["1"], ["1"], threads=0)
-        self.assertIn("threads", str(e.exception))
+    def test_zero_or_absurd_threads_are_refused(self):
+        for n in (0, 10**6):
+            with self.assertRaises(ValueError) as e:
+                mentor_rl.verify_math(["1"], ["1"], threads=n)
+            self.assertIn("threads", str(e.exception))
+        with self.assertRaises((ValueError, OverflowError)):
+            mentor_rl.verify_math(["1"], ["1"], threads=-1)
+
+    def test_tuples_are_sequences_too(self):
+        [v] = mentor_rl.verify_math(("2",), ("\\boxed{2}",))
+        self.assertTrue(v.correct)
 
     def test_empty_input_gives_no_verdicts(self):
         self.assertEqual(mentor_rl.verify_math([], []), [])

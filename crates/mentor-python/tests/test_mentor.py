@@ -59,8 +59,8 @@ class MentorOnGsm8k(unittest.TestCase):
         self.assertIsNone(mentor_rl.Mentor().intervene(self.task, attempts, verdicts))
 
     def test_verdict_dicts_and_serialised_tasks_are_accepted(self):
-        dicts = [v.to_dict() for v in self.verdicts]
-        out = mentor_rl.Mentor().intervene(self.task, FAILED, dicts, level=2)
+        dicts = tuple(v.to_dict() for v in self.verdicts)
+        out = mentor_rl.Mentor().intervene(self.task, tuple(FAILED), dicts, level=2)
         self.assertEqual(out["hint"]["level"], 2)
         full = {
             "id": "t",
@@ -138,6 +138,7 @@ class MentorArguments(unittest.TestCase):
             (lambda: mentor_rl.Mentor(model="m"), "model"),
             (lambda: mentor_rl.Mentor(prompts="/nonexistent/prompts"), "prompts"),
             (lambda: mentor_rl.Mentor(max_code_overlap=2.0), "max_code_overlap"),
+            (lambda: mentor_rl.Mentor("llm", base_url="http://127.0.0.1:9/v1", timeout=1e300), "timeout"),
         ]
         for call, name in cases:
             with self.subTest(name=name):
