@@ -14,6 +14,12 @@ class ComputeScore(unittest.TestCase):
         self.assertEqual(verl.compute_score("lighteval/MATH", "$\\boxed{0.5}$", "\\frac{1}{2}"), 1.0)
         self.assertEqual(verl.compute_score("gsm8k", "#### 18", "9 * 2 = 18\n#### 18"), 1.0)
         self.assertEqual(verl.compute_score("x", "\\boxed{7}", 7), 1.0)
+
+        class Scalar:  # what a numpy scalar looks like to compute_score
+            def item(self):
+                return 7
+
+        self.assertEqual(verl.compute_score("x", "\\boxed{7}", Scalar()), 1.0)
         v = verl.verdict("openai/gsm8k", "The answer is 20.", "18")
         self.assertEqual(v.feedback["outcome"], "wrong_value")
 

@@ -61,6 +61,8 @@ def verdict(
     data_source: str, solution_str: str, ground_truth: Any, extra_info: Optional[Dict[str, Any]] = None
 ) -> Verdict:
     """The full :class:`mentor_rl.Verdict` behind :func:`compute_score` (with its feedback)."""
+    if hasattr(ground_truth, "item") and callable(ground_truth.item):
+        ground_truth = ground_truth.item()  # a numpy scalar, as parquet columns give them
     spec = _code_spec(ground_truth)
     if spec is None:
         if isinstance(ground_truth, bool) or not isinstance(ground_truth, (str, int, float)):
