@@ -75,7 +75,8 @@ pub(crate) fn harness(
             }
             let list = tests.extract::<Vec<Bound<'_, PyAny>>>().map_err(|_| {
                 PyValueError::new_err(
-                    "tests: for format=\"stdio\" pass a list of {\"input\": str, \"output\": str} dicts or (input, output) pairs",
+                    "tests: for format=\"stdio\" pass a list of {\"input\": str, \"output\": str} dicts or \
+                     (input, output) pairs",
                 )
             })?;
             let cases =
@@ -244,24 +245,27 @@ impl CodeSandbox {
             Some(root) => Some(AssetDir::at(root)),
             None => AssetDir::resolve(|k| std::env::var(k).ok()),
         };
-        let mut config = match (&runtime, &dir) {
-            (Some(rt), _) => SandboxConfig::new(rt, cache_dir.clone().or_else(|| dir.as_ref().map(AssetDir::compile_cache))),
-            (None, Some(d)) => SandboxConfig::from_assets(d),
+        let cache = cache_dir.or_else(|| dir.as_ref().map(AssetDir::compile_cache));
+        let runtime = match (runtime, &dir) {
+            (Some(rt), _) => rt,
+            (None, Some(d)) => d.python_runtime(),
             (None, None) => {
                 return Err(RuntimeMissingError::new_err(
-                    "cannot locate the asset directory (MENTOR_HOME, XDG_CACHE_HOME and HOME are unset): pass assets= or runtime=, and run `cargo xtask setup`",
+                    "cannot locate the asset directory (MENTOR_HOME, XDG_CACHE_HOME and HOME are \
+                     unset): pass assets= or runtime=, and run `cargo xtask setup`",
                 ))
             }
         };
-        if let Some(c) = cache_dir {
-            config.cache_dir = Some(c);
-        }
-        config.concurrency = concurrency;
-        config.limits = limits.clone();
-        config.max_memory_bytes = max_memory_bytes;
+        let config = SandboxConfig {
+            concurrency,
+            limits: limits.clone(),
+            max_memory_bytes,
+            ..SandboxConfig::new(runtime, cache)
+        };
         if !config.runtime.is_file() {
             return Err(RuntimeMissingError::new_err(format!(
-                "the Python runtime component is missing at {}\nhint: run `cargo xtask setup` (or pass assets= / runtime=)",
+                "the Python runtime component is missing at {}\nhint: run `cargo xtask setup` (or pass \
+                 assets= / runtime=)",
                 config.runtime.display()
             )));
         }
@@ -270,7 +274,8 @@ impl CodeSandbox {
             mentor_verify_code::Error::RuntimeMissing { .. } => RuntimeMissingError::new_err(e.to_string()),
             mentor_verify_code::Error::Config(_) => PyValueError::new_err(e.to_string()),
             other => SandboxError::new_err(format!(
-                "cannot start the code sandbox from {}: {other}\nhint: run `cargo xtask setup` to rebuild the Python runtime",
+                "cannot start the code sandbox from {}: {other}\nhint: run `cargo xtask setup` to \
+                 rebuild the Python runtime",
                 runtime.display()
             )),
         })?;
