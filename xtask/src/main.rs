@@ -12,6 +12,7 @@
 //!   each mentor turns an all-fail group into a success (sized down for 2 cores; see README).
 //! - `python`: builds the `mentor-rl` wheel (maturin, dev profile) and runs the binding tests
 //!   against it in a fresh venv; prints the wheel's path last. `test` runs the same tests.
+//!   `--bench` also times `verify_math` from Python against Math-Verify.
 //!
 //! xtask never links the heavy crates; it shells out to `cargo`, `python3` and `curl`.
 
@@ -78,7 +79,12 @@ enum Command {
     },
     /// Build the `mentor-rl` Python wheel (dev profile, maturin pinned in a private venv),
     /// install it into a fresh venv and run the binding tests; prints the wheel's path last.
-    Python,
+    Python {
+        /// Also time `verify_math` from Python against Math-Verify 0.9.0 on the same inputs in
+        /// one process (fails below a 100x single-thread speed-up).
+        #[arg(long)]
+        bench: bool,
+    },
     /// Run a comparison benchmark against its peer (installed into a private venv).
     Bench {
         /// Which bench.
@@ -100,7 +106,7 @@ fn main() {
         Command::Lint => lint(),
         Command::Bench { target, args } => bench::run_bench(target, &args),
         Command::Rescue { mbpp, args } => rescue::rescue(mbpp, &args),
-        Command::Python => assets::setup().and_then(|dir| python::run_command(&dir)),
+        Command::Python { bench } => assets::setup().and_then(|dir| python::run_command(&dir, bench)),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

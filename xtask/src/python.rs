@@ -23,11 +23,56 @@ const VENV: &str = "maturin-1.16.0";
 /// The crate, relative to the repository root.
 const CRATE: &str = "crates/mentor-python";
 
-/// Builds the wheel, runs the binding tests and prints the wheel's path last.
-pub fn run_command(dir: &AssetDir) -> Result<()> {
+/// Builds the wheel, runs the binding tests (and with `bench`, the comparison with
+/// Math-Verify) and prints the wheel's path last.
+pub fn run_command(dir: &AssetDir, bench: bool) -> Result<()> {
     let wheel = build_and_test(dir)?;
+    if bench {
+        bench_math(dir, &wheel)?;
+    }
     println!("{}", wheel.display());
     Ok(())
+}
+
+/// `verify_math` from Python against Math-Verify in one process: Math-Verify from the
+/// hash-pinned venv `cargo xtask bench math` uses, the wheel unpacked beside it with
+/// `pip install --target` (the shared venv is left as its requirements say).
+fn bench_math(dir: &AssetDir, wheel: &Path) -> Result<()> {
+    let req = std::fs::read_to_string(repo_root().join("crates/mentor-verify-math/bench/requirements.txt"))
+        .context("reading crates/mentor-verify-math/bench/requirements.txt")?;
+    eprintln!("==> python bench: Math-Verify (pinned, hash-checked) in a private venv");
+    let venv = crate::venv::ensure(dir, "math-verify-0.9.0", &req)?;
+    let site = target_dir().join("mentor-python").join("bench-site");
+    if site.exists() {
+        std::fs::remove_dir_all(&site).with_context(|| format!("cannot clear {}", site.display()))?;
+    }
+    let py = venv.join("bin/python");
+    run_quiet(
+        Command::new(&py)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--no-index",
+            ])
+            .arg("--target")
+            .arg(&site)
+            .arg(wheel),
+        "pip install --target of the wheel",
+        "the wheel must be for this platform and Python (abi3, CPython >= 3.9)",
+    )?;
+    eprintln!(
+        "==> python bench: verify_math vs Math-Verify on the labelled cases (same inputs, same process)"
+    );
+    let mut cmd = Command::new(&py);
+    cmd.current_dir(&site)
+        .arg(repo_root().join(CRATE).join("bench/bench_vs_mathverify.py"))
+        .arg(repo_root().join("crates/mentor-verify-math/tests/data/math_equiv_cases.jsonl"))
+        .env("PYTHONPATH", &site);
+    run(&mut cmd, "the verify_math bench")
 }
 
 /// Builds the wheel, installs it into a fresh venv and runs the binding tests there; returns
