@@ -383,6 +383,12 @@ pub struct PretrainSection {
     pub hinted_levels: Vec<u32>,
     /// Share of hinted examples.
     pub hinted_fraction: f64,
+    /// Share of *static-hinted* examples: a plain problem from `unhinted_levels` (no ten
+    /// column) whose prompt carries one of the static hints through the hint format, and no
+    /// given lines. It teaches the model to read those texts in its context, so the
+    /// `static_hints` arm is not out of distribution; what they say cannot solve a ten column
+    /// (no static text names the problem's digits). Taken from the plain share (0: none).
+    pub static_fraction: f64,
     /// Batch pieces computed in parallel threads (0: one per core).
     pub shards: usize,
 }
@@ -397,6 +403,7 @@ impl Default for PretrainSection {
             unhinted_levels: vec![1, 2],
             hinted_levels: vec![1, 2, 3, 4],
             hinted_fraction: 0.5,
+            static_fraction: 0.0,
             shards: 0,
         }
     }
@@ -887,6 +894,13 @@ impl TrainConfig {
                     format!("{} (allowed: 0..=1)", self.pretrain.hinted_fraction),
                 );
             }
+            let (hinted, statics) = (self.pretrain.hinted_fraction, self.pretrain.static_fraction);
+            if !(0.0..=1.0).contains(&statics) || hinted + statics > 1.0 {
+                return err(
+                    "pretrain.static_fraction",
+                    format!("{statics} (allowed: 0..=1, and hinted_fraction + static_fraction <= 1)"),
+                );
+            }
             if self.pretrain.unhinted_levels.is_empty() && self.pretrain.hinted_fraction < 1.0 {
                 return err("pretrain.unhinted_levels", "empty while some examples are unhinted".into());
             }
@@ -1141,6 +1155,8 @@ mod tests {
         assert!(
             TrainConfig::load("demo", &["mentor.backend=local".into(), "mentor.model=self".into()]).is_ok()
         );
+        let e = TrainConfig::load("demo", &["pretrain.static_fraction=0.6".into()]).unwrap_err().to_string();
+        assert!(e.contains("pretrain.static_fraction"), "{e}");
         let e = TrainConfig::load("demo", &["strategy.intervention.hint_format=\"Hint: {hint}\"".into()])
             .unwrap_err()
             .to_string();

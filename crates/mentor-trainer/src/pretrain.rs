@@ -27,24 +27,46 @@ struct Example {
 }
 
 /// The hint text of hinted examples: the mentor's level-3 text, which marks a context whose
-/// answer starts with given reference lines. (Generic static hints are deliberately not
-/// taught: the tiny model cannot read words, so a hint can only help it through the worked
-/// lines it carries.)
+/// answer starts with given reference lines. (The static baseline's generic texts are taught
+/// only through `pretrain.static_fraction`, before plain problems, never with given lines.)
 pub fn hint_texts(prompts: &mentor_agents::Prompts) -> Vec<String> {
     prompts.render_hint("math", 3).into_iter().collect()
+}
+
+/// The hint texts pretraining shows: the mentor's level-3 text (a marker before given lines)
+/// and the static baseline's generic texts (shown with no lines).
+struct Texts {
+    hinted: Vec<String>,
+    statics: Vec<String>,
+}
+
+impl Texts {
+    fn new(prompts: &mentor_agents::Prompts) -> Self {
+        Self {
+            hinted: hint_texts(prompts),
+            statics: prompts.static_hints(mentor_core::Domain::Math).to_vec(),
+        }
+    }
 }
 
 fn example(
     policy: &Policy,
     cfg: &PretrainSection,
     curriculum: &CurriculumSection,
-    texts: &[String],
+    texts: &Texts,
     format: &HintFormat,
     rng: &mut StdRng,
 ) -> Result<Example> {
     let tok = policy.tokenizer();
     let eos = tok.stop_ids().first().copied().unwrap_or(0);
-    let hinted = !texts.is_empty() && rng.random_bool(cfg.hinted_fraction);
+    let hinted = !texts.hinted.is_empty() && rng.random_bool(cfg.hinted_fraction);
+    // A static-hinted example is drawn from the plain share (no draw at all when there are
+    // none, so configs without them keep their examples).
+    let plain_share = 1.0 - cfg.hinted_fraction;
+    let statics = !hinted
+        && cfg.static_fraction > 0.0
+        && !texts.statics.is_empty()
+        && rng.random_bool((cfg.static_fraction / plain_share).min(1.0));
     let levels = if hinted { &cfg.hinted_levels } else { &cfg.unhinted_levels };
     let level = levels[rng.random_range(0..levels.len())];
     // With ten columns withheld, no ten line is ever a target: plain examples hold none,
@@ -63,7 +85,7 @@ fn example(
         let k = rng.random_range(first..=steps.len());
         let given = steps[..k].join("\n");
         let rest = p.solution()[given.len()..].to_string();
-        let text = texts[rng.random_range(0..texts.len())].clone();
+        let text = texts.hinted[rng.random_range(0..texts.hinted.len())].clone();
         let hint = Hint {
             level: HintLevel::PARTIAL_SOLUTION,
             text,
@@ -71,6 +93,10 @@ fn example(
             source: HintSource::Mentor,
         };
         (format.apply(&task, &hint), given, rest)
+    } else if statics {
+        let text = texts.statics[rng.random_range(0..texts.statics.len())].clone();
+        let hint = Hint { level: HintLevel::NUDGE, text, solution_prefix: None, source: HintSource::Static };
+        (format.apply(&task, &hint), String::new(), p.solution())
     } else {
         (task.prompt.clone(), String::new(), p.solution())
     };
@@ -170,7 +196,7 @@ pub fn pretrain(
     seed: u64,
     on_step: OnStep<'_>,
 ) -> Result<f64> {
-    let texts = hint_texts(prompts);
+    let texts = Texts::new(prompts);
     let vars: Vec<_> = policy.vars().into_iter().map(|(_, v)| v).collect();
     let opt_cfg = GrpoConfig {
         learning_rate: cfg.learning_rate,
@@ -209,6 +235,9 @@ pub enum ProbeCut {
     BeforeTen,
     /// The lines up to and including the ten column.
     ThroughTen,
+    /// One of the static baseline's generic hints (a different one per problem, in turn),
+    /// and no line.
+    Static,
 }
 
 impl ProbeCut {
@@ -219,6 +248,7 @@ impl ProbeCut {
             ProbeCut::Lines(n) => n.min(steps),
             ProbeCut::BeforeTen => ten.unwrap_or(0),
             ProbeCut::ThroughTen => ten.map_or(0, |c| c + 1),
+            ProbeCut::Static => 0,
         }
     }
 }
@@ -231,6 +261,7 @@ impl std::fmt::Display for ProbeCut {
             ProbeCut::Lines(n) => write!(f, "{n} reference lines given"),
             ProbeCut::BeforeTen => write!(f, "the lines before the ten column given"),
             ProbeCut::ThroughTen => write!(f, "the lines through the ten column given"),
+            ProbeCut::Static => write!(f, "a static hint, no line"),
         }
     }
 }
@@ -275,6 +306,7 @@ pub fn probe(
 ) -> Result<Vec<ProbeRow>> {
     let verifier = mentor_verify_math::MathVerifier::default();
     let text = prompts.render_hint("math", 3).unwrap_or_else(|| "continue".into());
+    let statics = prompts.static_hints(mentor_core::Domain::Math);
     let greedy = GenerateConfig { sampler: Sampler::greedy(), max_new_tokens, ..GenerateConfig::default() };
     let sampled = GenerateConfig {
         sampler: Sampler { temperature, ..Sampler::greedy() },
@@ -288,7 +320,9 @@ pub fn probe(
         let ps: Vec<Problem> = (0..problems).map(|_| curriculum.draw(level, &mut rng)).collect();
         let has_ten = ps.iter().any(|p| !p.ten_steps().is_empty());
         for &cut in cuts {
-            if matches!(cut, ProbeCut::BeforeTen | ProbeCut::ThroughTen) && !has_ten {
+            if matches!(cut, ProbeCut::BeforeTen | ProbeCut::ThroughTen) && !has_ten
+                || cut == ProbeCut::Static && statics.is_empty()
+            {
                 continue;
             }
             let mut ids = Vec::with_capacity(ps.len());
@@ -300,6 +334,14 @@ pub fn probe(
                 let start = steps[..k].join("\n");
                 let msgs = if cut == ProbeCut::Lines(0) {
                     task.prompt.clone()
+                } else if cut == ProbeCut::Static {
+                    let hint = Hint {
+                        level: HintLevel::NUDGE,
+                        text: statics[ids.len() % statics.len()].clone(),
+                        solution_prefix: None,
+                        source: HintSource::Static,
+                    };
+                    format.apply(&task, &hint)
                 } else {
                     let hint = Hint {
                         level: HintLevel::PARTIAL_SOLUTION,
@@ -366,6 +408,42 @@ mod tests {
         assert_eq!(first_wrong_line(&steps, answer, "7+8+0=15\n5+6+1=11\nA:511"), Some(1));
         assert_eq!(first_wrong_line(&steps, answer, "7+8+0=15\n5+6+1=12\nA:52"), Some(2));
         assert_eq!(first_wrong_line(&steps, answer, "7+8+0=15"), Some(1), "stopping early");
+    }
+
+    #[test]
+    fn static_examples_show_a_static_text_and_target_a_whole_solution_without_a_ten() {
+        use crate::curriculum::ALPHABET;
+        use candle_core::{DType, Device};
+        use mentor_policy::Config;
+        let policy =
+            Policy::char_level(ALPHABET, Config::tiny(0, 32, 2, 4, 2), 7, DType::F32, &Device::Cpu).unwrap();
+        let prompts = mentor_agents::Prompts::with_hints(
+            crate::train::arms::CURRICULUM_HINTS,
+            crate::train::arms::CURRICULUM_STATIC_HINTS,
+        )
+        .unwrap();
+        let texts = Texts::new(&prompts);
+        let format = HintFormat::new("{prompt}{hint}").unwrap();
+        let curriculum = CurriculumSection { ten_levels: vec![4], ..CurriculumSection::default() };
+        let all_static = PretrainSection {
+            hinted_fraction: 0.0,
+            static_fraction: 1.0,
+            unhinted_levels: vec![4],
+            ..PretrainSection::default()
+        };
+        let tok = policy.tokenizer();
+        let mut rng = StdRng::seed_from_u64(3);
+        for _ in 0..20 {
+            let e = example(&policy, &all_static, &curriculum, &texts, &format, &mut rng).unwrap();
+            let prompt = tok.decode(&e.prompt, false).unwrap();
+            let target = tok.decode(&e.target, true).unwrap();
+            assert!(texts.statics.iter().any(|t| prompt.contains(t.as_str())), "{prompt:?}");
+            assert!(target.contains("A:") && !target.contains("=10\n"), "{target:?}");
+        }
+        // With no static share, a plain example's prompt carries no hint at all.
+        let none = PretrainSection { static_fraction: 0.0, ..all_static };
+        let e = example(&policy, &none, &curriculum, &texts, &format, &mut rng).unwrap();
+        assert!(!tok.decode(&e.prompt, false).unwrap().contains('H'));
     }
 
     #[test]

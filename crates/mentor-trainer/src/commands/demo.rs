@@ -48,8 +48,9 @@ struct Job {
 
 /// Bumped whenever the code changes what pretraining produces from the same settings (the
 /// curriculum's problems, the examples' layout), so a cached model from older code is not
-/// reused. 2: ten columns withheld.
-const PRETRAIN_FORMAT: u32 = 2;
+/// reused. 2: ten columns withheld. 3: the draw of static-hinted examples
+/// (`pretrain.static_fraction`), and the level-3 text as the marker.
+const PRETRAIN_FORMAT: u32 = 3;
 
 fn key_of(cfg: &TrainConfig) -> Result<String> {
     // What pretraining reads, not the RL schedule.
@@ -229,6 +230,7 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
     levels.dedup();
     let cuts = [
         ProbeCut::Lines(0),
+        ProbeCut::Static,
         ProbeCut::Lines(1),
         ProbeCut::Lines(2),
         ProbeCut::BeforeTen,

@@ -116,3 +116,24 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::curriculum::ALPHABET;
+
+    #[test]
+    fn the_curriculum_hints_are_in_the_tiny_models_alphabet() {
+        let p = Prompts::with_hints(CURRICULUM_HINTS, CURRICULUM_STATIC_HINTS).unwrap();
+        let marker = p.render_hint("math", 3).unwrap();
+        assert_eq!(marker, "H", "the level-3 text is the demo's one-character marker");
+        let statics = p.static_hints(mentor_core::Domain::Math);
+        assert!(statics.len() >= 3);
+        for text in statics.iter().chain(std::iter::once(&marker)) {
+            assert!(text.chars().all(|c| ALPHABET.contains(c)), "{text:?} leaves the alphabet");
+            assert!(text.starts_with('H'), "{text:?}: every hint follows the marker");
+        }
+        // No static text carries a worked line: no `=` (a line is `a+b+c=s`).
+        assert!(statics.iter().all(|t| !t.contains('=')));
+    }
+}
