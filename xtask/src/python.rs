@@ -48,19 +48,7 @@ fn bench_math(dir: &AssetDir, wheel: &Path) -> Result<()> {
     }
     let py = venv.join("bin/python");
     run_quiet(
-        Command::new(&py)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-                "--no-index",
-            ])
-            .arg("--target")
-            .arg(&site)
-            .arg(wheel),
+        pip_install_local(&py).arg("--target").arg(&site).arg(wheel),
         "pip install --target of the wheel",
         "the wheel must be for this platform and Python (abi3, CPython >= 3.9)",
     )?;
@@ -137,6 +125,13 @@ fn single_wheel(out: &Path) -> Result<PathBuf> {
 
 /// Installs `wheel` (without dependencies: it has none) into a fresh venv and runs the
 /// binding tests with it.
+/// `python -m pip install` of local files only: no index, no dependencies.
+fn pip_install_local(py: &Path) -> Command {
+    let mut cmd = Command::new(py);
+    cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--no-index"]);
+    cmd
+}
+
 fn test_wheel(dir: &AssetDir, wheel: &Path) -> Result<()> {
     let venv = target_dir().join("mentor-python").join("test-venv");
     if venv.exists() {
@@ -146,17 +141,7 @@ fn test_wheel(dir: &AssetDir, wheel: &Path) -> Result<()> {
     run_quiet(Command::new(python3()).arg("-m").arg("venv").arg(&venv), "python3 -m venv", PY_HINT)?;
     let py = venv.join("bin/python");
     run_quiet(
-        Command::new(&py)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-                "--no-index",
-            ])
-            .arg(wheel),
+        pip_install_local(&py).arg(wheel),
         "pip install of the wheel",
         "the wheel must be for this platform and Python (abi3, CPython >= 3.9)",
     )?;
