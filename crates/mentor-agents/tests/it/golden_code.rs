@@ -10,8 +10,8 @@ use mentor_agents::{AgentMentor, Diagnoser, Tutor};
 use mentor_core::assets::AssetDir;
 use mentor_core::datasets::{load_humaneval, load_mbpp, MbppSplit};
 use mentor_core::{
-    Attempt, CodeFeedback, Completion, Diagnosis, FailureCategory, Feedback, FinishReason, Hint, HintLevel,
-    HintSource, Intervention, Mentor, MentorRequest, Task, Verifier,
+    Attempt, CodeFeedback, CodeOutcome, Completion, Diagnosis, FailureCategory, Feedback, FinishReason, Hint,
+    HintLevel, HintSource, Intervention, Mentor, MentorRequest, Task, Verifier,
 };
 use mentor_verify_code::{CodeVerifier, Limits, Sandbox, SandboxConfig, VerifierConfig};
 
@@ -28,8 +28,15 @@ fn sandbox() -> &'static Sandbox {
     })
 }
 
-/// Short limits so the endless loop ends quickly.
+/// The default (generous) limits. A judged task takes ~20 ms, but the first runs of a fresh
+/// process fault in the runtime's pages, which on a loaded machine with a cold disk took past
+/// a 1.5 s limit in CI (a timeout instead of the exception under test).
 fn verifier() -> CodeVerifier<'static> {
+    CodeVerifier::new(sandbox(), VerifierConfig::default())
+}
+
+/// Short limits, only for the endless loop, so it ends quickly.
+fn short_verifier() -> CodeVerifier<'static> {
     let limits = Limits {
         cpu_time: Duration::from_millis(1500),
         wall_time: Duration::from_millis(4000),
@@ -60,10 +67,22 @@ fn reference(task: &Task) -> String {
 
 /// The canonical solution with `from` replaced by `to` (exactly once), verified in the sandbox.
 fn mutated(task: &Task, from: &str, to: &str) -> Attempt {
+    let attempt = mutated_with(&verifier(), task, from, to);
+    let outcome = feedback(&attempt).outcome;
+    assert!(
+        outcome != CodeOutcome::Timeout,
+        "the mutation hit the time limit instead of failing on its own: {}",
+        attempt.completion.text
+    );
+    attempt
+}
+
+/// [`mutated`] judged by `verifier`, whatever the failure.
+fn mutated_with(verifier: &CodeVerifier<'_>, task: &Task, from: &str, to: &str) -> Attempt {
     let reference = reference(task);
     assert_eq!(reference.matches(from).count(), 1, "`{from}` once in {reference}");
     let text = reference.replacen(from, to, 1);
-    let verdict = verifier().verify(task, &text).unwrap();
+    let verdict = verifier.verify(task, &text).unwrap();
     assert!(!verdict.passed(), "the mutation must fail: {text}");
     Attempt {
         completion: Completion { task_id: task.id.clone(), text, finish_reason: FinishReason::Stop },
@@ -190,7 +209,7 @@ fn syntax_error_is_located() {
 fn endless_loop_is_a_timeout() {
     // HumanEval/13 gcd with `a = a % b` only: b never changes, the loop never ends.
     let task = humaneval("HumanEval/13");
-    let attempt = mutated(&task, "a, b = b, a % b", "a = a % b");
+    let attempt = mutated_with(&short_verifier(), &task, "a, b = b, a % b", "a = a % b");
     let (d, h, _) = ask(&task, std::slice::from_ref(&attempt), HintLevel::NUDGE);
     assert_eq!(d.category, FailureCategory::Timeout, "{d:?}");
     assert!(h.text.contains("loop"), "{}", h.text);

@@ -107,6 +107,21 @@ fn a_second_sandbox_loads_the_cached_artifact() {
 }
 
 #[test]
+fn new_warms_up_and_works_inside_an_async_runtime() {
+    // `new` judges a trivial program before returning (outside the caller's limits); it must
+    // not try to start a runtime inside the caller's.
+    let assets = mentor_core::assets::AssetDir::resolve(|k| std::env::var(k).ok()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let sb = rt
+        .block_on(async {
+            Sandbox::new(&SandboxConfig { concurrency: 1, ..SandboxConfig::from_assets(&assets) })
+        })
+        .unwrap();
+    assert!(sb.warm_up_time() > std::time::Duration::ZERO);
+    assert_eq!(rt.block_on(sb.run("print(6 * 7)", b"")).unwrap().stdout, b"42\n");
+}
+
+#[test]
 fn a_missing_runtime_says_run_setup() {
     let dir = tempfile::tempdir().unwrap();
     let err =
