@@ -309,24 +309,80 @@ impl Model {
         ids: &Tensor,
         positions: &Tensor,
         mask: &Tensor,
-        mut cache: Option<&mut KvCache>,
+        cache: Option<&mut KvCache>,
         logits_from: usize,
         kernels: Kernels,
         fast: bool,
     ) -> Result<Tensor> {
-        let (b, t) = ids.dims2()?;
+        let t = ids.dim(1)?;
         if logits_from >= t {
             return Err(Error::InvalidRequest(format!("logits_from {logits_from} >= sequence length {t}")));
         }
+        let x = self.body(ids, positions, mask, Attend::Cache(cache), None, kernels, fast)?;
+        let x = if logits_from > 0 { x.narrow(1, logits_from, t - logits_from)? } else { x };
+        self.head(&x, kernels, fast)
+    }
+
+    /// The final norm and the LM head over hidden states `[B, T, hidden]`: logits
+    /// `[B, T, vocab]`.
+    pub(crate) fn head(&self, x: &Tensor, kernels: Kernels, fast: bool) -> Result<Tensor> {
+        let (b, n, hidden) = x.dims3()?;
+        let x = self.rms(x, &self.norm, kernels, fast)?;
+        Ok(matmul::linear(&x.reshape((b * n, hidden))?, &self.lm_head, None)?.reshape((
+            b,
+            n,
+            self.cfg.vocab_size,
+        ))?)
+    }
+
+    /// Whether the differentiable path runs on [`crate::kernels`] (see [`Self::forward`]).
+    pub(crate) fn fast(&self, kernels: Kernels) -> bool {
+        self.fused_bwd(kernels)
+    }
+
+    /// The decoder layers: hidden states `[B, T, hidden]` after the last layer (before the
+    /// final norm). `attend` gives the keys and values before this call's (a no-grad cache, or
+    /// a differentiable shared prefix); `record`, when given, receives each layer's keys
+    /// (after RoPE) and values of this call, `[B, kv_heads, T, head_dim]`, still in the graph.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn body(
+        &self,
+        ids: &Tensor,
+        positions: &Tensor,
+        mask: &Tensor,
+        attend: Attend<'_>,
+        mut record: Option<&mut Vec<(Tensor, Tensor)>>,
+        kernels: Kernels,
+        fast: bool,
+    ) -> Result<Tensor> {
+        let (b, t) = ids.dims2()?;
         let cfg = &self.cfg;
         let (hd, nh, nkv) = (cfg.head_dim(), cfg.num_attention_heads, cfg.kv_heads());
         let n_rep = nh / nkv;
+        let (mut cache, prefix) = match attend {
+            Attend::Cache(c) => (c, None),
+            Attend::Prefix(p) => (None, Some(p)),
+        };
         if let Some(c) = cache.as_deref_mut() {
             if c.layers.len() != self.layers.len() {
                 *c = KvCache::with_capacity(self.layers.len(), c.capacity);
             }
         }
-        let past = cache.as_deref().map(KvCache::len).unwrap_or(0);
+        if let Some(p) = prefix {
+            if p.layers.len() != self.layers.len() || p.rows.dims() != [b] {
+                return Err(Error::InvalidRequest(format!(
+                    "shared prefix of {} layers for {:?} rows; the model has {} layers and the batch {b} rows",
+                    p.layers.len(),
+                    p.rows.dims(),
+                    self.layers.len()
+                )));
+            }
+        }
+        let past = match (cache.as_deref(), prefix) {
+            (Some(c), _) => c.len(),
+            (None, Some(p)) => p.len()?,
+            (None, None) => 0,
+        };
         let tk = past + t;
         if mask.dims() != [b, 1, t, tk] {
             return Err(Error::InvalidRequest(format!(
@@ -348,9 +404,21 @@ impl Model {
             let v = lin(&l.v, &h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?.contiguous()?;
             let q = Self::rope(&q, &cos, &sin, kernels, fast)?;
             let k = Self::rope(&k, &cos, &sin, kernels, fast)?;
-            let (k, v) = match cache.as_deref_mut() {
-                Some(c) => c.append(li, &k.contiguous()?, &v)?,
-                None => (k, v),
+            if let Some(r) = record.as_deref_mut() {
+                r.push((k.contiguous()?, v.clone()));
+            }
+            let (k, v) = match (cache.as_deref_mut(), prefix) {
+                (Some(c), _) => c.append(li, &k.contiguous()?, &v)?,
+                (None, Some(p)) => {
+                    // Each row's copy of its prompt's keys and values: the gradient of every
+                    // row flows back into the one prompt computation (index_select's backward
+                    // adds them up).
+                    let (pk, pv) = &p.layers[li];
+                    let pk = pk.index_select(&p.rows, 0)?;
+                    let pv = pv.index_select(&p.rows, 0)?;
+                    (Tensor::cat(&[&pk, &k], 2)?, Tensor::cat(&[&pv, &v], 2)?)
+                }
+                (None, None) => (k, v),
             };
             // GQA without materialising repeated keys: query head h uses kv head h / n_rep
             // (HF `repeat_kv`), so group the n_rep query heads of one kv head along time.
@@ -376,14 +444,32 @@ impl Model {
             let m = if fast { kernels::swiglu(&gate, &up)? } else { (gate.silu()? * up)? };
             x = (x + lin(&l.down, &m)?)?;
         }
-        let x = if logits_from > 0 { x.narrow(1, logits_from, t - logits_from)? } else { x };
-        let x = self.rms(&x, &self.norm, kernels, fast)?;
-        let n = x.dim(1)?;
-        Ok(matmul::linear(&x.reshape((b * n, cfg.hidden_size))?, &self.lm_head, None)?.reshape((
-            b,
-            n,
-            cfg.vocab_size,
-        ))?)
+        Ok(x)
+    }
+}
+
+/// What a [`Model::body`] call attends to before its own positions.
+pub(crate) enum Attend<'a> {
+    /// A no-grad decoding cache (appended to), or nothing.
+    Cache(Option<&'a mut KvCache>),
+    /// Keys and values of shared prompts, in the graph.
+    Prefix(&'a SharedPrefix),
+}
+
+/// Per-layer keys (after RoPE) and values of `G` prompts, `[G, kv_heads, P, head_dim]`, as
+/// recorded by [`Model::body`], and the prompt `rows[b]` of each batch row.
+pub(crate) struct SharedPrefix {
+    pub layers: Vec<(Tensor, Tensor)>,
+    pub rows: Tensor,
+}
+
+impl SharedPrefix {
+    /// Prompt positions `P`.
+    fn len(&self) -> Result<usize> {
+        Ok(match self.layers.first() {
+            Some((k, _)) => k.dim(2)?,
+            None => 0,
+        })
     }
 }
 

@@ -44,7 +44,8 @@ pub fn grpo_step(
         Ok(Tensor::from_vec(flat, (b, t), &dev)?)
     };
     let mask = pad_rows(completions.iter().map(|c| vec![1.0; c.len()]).collect())?;
-    let no_grad = LogProbOptions { temperature, entropy: Entropy::Off, kernels: Kernels::Fused };
+    let no_grad =
+        LogProbOptions { temperature, entropy: Entropy::Off, kernels: Kernels::Fused, share_prompts: true };
     let widen = |x: Tensor| -> Result<Tensor> {
         let w = x.dim(1)?;
         Ok(if w < t { x.pad_with_zeros(1, 0, t - w)? } else { x })
@@ -84,7 +85,12 @@ pub fn grpo_step(
         advantages: Some(rows.iter().map(|r| r.advantage).collect()),
     };
     // Token entropy is logged (TRL's `entropy`): one pass over the logits, outside the graph.
-    let opts = LogProbOptions { temperature, entropy: Entropy::Metric, kernels: Kernels::Differentiable };
+    let opts = LogProbOptions {
+        temperature,
+        entropy: Entropy::Metric,
+        kernels: Kernels::Differentiable,
+        share_prompts: true,
+    };
     let metrics =
         updater.update(&batch, |idx: &[usize]| -> std::result::Result<PolicyOutput, crate::Error> {
             let p: Vec<Vec<u32>> = idx.iter().map(|&i| prompts[i].clone()).collect();

@@ -93,6 +93,7 @@ fn sampling_logprobs_equal_differentiable_logprobs() {
         temperature,
         entropy: mentor_policy::Entropy::Off,
         kernels: Kernels::Differentiable,
+        ..LogProbOptions::default()
     };
     let lp = p.logprobs(&ps, &completions, &opts).unwrap().logprobs.to_vec2::<f32>().unwrap();
     for (r, g) in gens.iter().enumerate() {

@@ -166,3 +166,82 @@ fn metric_entropy_equals_the_differentiable_one_outside_the_graph() {
     assert!(p.vars().iter().all(|(_, v)| grads.get(v.as_tensor()).is_none()));
     assert!(p.logprobs(&prompts, &completions, &with(Entropy::Off)).unwrap().entropy.is_none());
 }
+
+/// A GRPO-like batch: two prompts of different lengths, each with several completions of
+/// different lengths (one empty, one a single token), rows interleaved.
+fn grouped_batch(p: &Policy) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+    let t = p.tokenizer();
+    let (a, b) = (t.encode("12+30=").unwrap(), t.encode("7*8=").unwrap());
+    let prompts = vec![a.clone(), b.clone(), a.clone(), b.clone(), a.clone(), b];
+    let completions = ["42", "56\n", "4", "", "41\n\n", "5"].iter().map(|c| t.encode(c).unwrap()).collect();
+    (prompts, completions)
+}
+
+fn max_abs_diff(x: &Tensor, y: &Tensor) -> f64 {
+    (x - y)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .to_scalar::<f64>()
+        .unwrap()
+}
+
+#[test]
+fn shared_prompts_equal_the_full_computation_with_gradients() {
+    let p = tiny(DType::F64, 3);
+    let (prompts, completions) = grouped_batch(&p);
+    {
+        let kernels = Kernels::Differentiable;
+        for entropy in [mentor_policy::Entropy::Off, mentor_policy::Entropy::Differentiable] {
+            let run = |share_prompts| {
+                let opts = LogProbOptions { kernels, entropy, share_prompts, ..LogProbOptions::default() };
+                p.logprobs(&prompts, &completions, &opts).unwrap()
+            };
+            let (shared, full) = (run(true), run(false));
+            assert_eq!(shared.logprobs.dims(), full.logprobs.dims());
+            let d = max_abs_diff(&shared.logprobs, &full.logprobs);
+            assert!(d < 1e-12, "{kernels:?} {entropy:?}: log-probs differ by {d}");
+            assert_eq!(shared.mask.to_vec2::<f64>().unwrap(), full.mask.to_vec2::<f64>().unwrap());
+            if let (Some(a), Some(b)) = (&shared.entropy, &full.entropy) {
+                assert!(max_abs_diff(a, b) < 1e-12, "entropy differs by {}", max_abs_diff(a, b));
+            }
+            // The same weighted loss through both: every weight's gradient agrees.
+            let loss = |out: &mentor_policy::TokenLogProbs| {
+                let (rows, c) = out.logprobs.dims2().unwrap();
+                let w: Vec<f64> = (0..rows * c).map(|i| 0.3 + 0.17 * i as f64).collect();
+                let w = Tensor::from_vec(w, (rows, c), &Device::Cpu).unwrap();
+                let mut l = (&out.logprobs * w).unwrap().sum_all().unwrap();
+                if let Some(h) = &out.entropy {
+                    l = (l + (h.sum_all().unwrap() * 0.1).unwrap()).unwrap();
+                }
+                l
+            };
+            let (ga, gb) = (loss(&shared).backward().unwrap(), loss(&full).backward().unwrap());
+            for (name, v) in p.vars() {
+                let (x, y) = (ga.get(v.as_tensor()).unwrap(), gb.get(v.as_tensor()).unwrap());
+                let scale = y.abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap().max(1e-300);
+                let d = max_abs_diff(x, y) / scale;
+                assert!(d < 1e-10, "{name}: gradients differ by {d} (relative)");
+            }
+        }
+    }
+}
+
+#[test]
+fn shared_prompts_in_f32_match_within_rounding() {
+    let p = tiny(DType::F32, 4);
+    let (prompts, completions) = grouped_batch(&p);
+    // The fused (no-grad) kernels have no f64 version, so they are checked here.
+    for kernels in [Kernels::Differentiable, Kernels::Fused] {
+        let run = |share_prompts| {
+            let opts = LogProbOptions { share_prompts, kernels, ..LogProbOptions::default() };
+            p.logprobs(&prompts, &completions, &opts).unwrap().logprobs
+        };
+        let d = max_abs_diff(&run(true), &run(false));
+        assert!(d < 1e-5, "{kernels:?}: f32 log-probs differ by {d}");
+    }
+}

@@ -60,6 +60,18 @@ pub struct StepTiming {
     pub strategy_seconds: f64,
     /// The GRPO update (log-probs, loss, backward, optimizer).
     pub update_seconds: f64,
+    /// The process's peak resident memory so far, in MiB (Linux `VmHWM`; absent elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_mib: Option<f64>,
+}
+
+/// The process's peak resident set size so far in MiB, from `/proc/self/status` (`VmHWM`);
+/// `None` where that file does not exist or does not say.
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib / 1024.0)
 }
 
 /// The file of a run that holds every intervention: one [`InterventionLine`] per line.
@@ -169,4 +181,22 @@ pub(super) fn read_totals(path: &Path) -> Result<(usize, usize, f64, usize)> {
         t.3 += 1;
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn peak_rss_covers_touched_memory() {
+        // With 64 MiB touched and alive, the peak is at least that (in MiB, not kB or pages).
+        let mut block = vec![0u8; 64 << 20];
+        for i in (0..block.len()).step_by(4096) {
+            block[i] = 1;
+        }
+        std::hint::black_box(&block);
+        let peak = peak_rss_mib().expect("Linux reports VmHWM");
+        assert!((64.0..1e6).contains(&peak), "{peak} MiB");
+    }
 }

@@ -346,6 +346,7 @@ impl Run<'_> {
                 score_seconds: (scored - sampled).as_secs_f64(),
                 strategy_seconds: (processed - logged).as_secs_f64(),
                 update_seconds: processed.elapsed().as_secs_f64(),
+                peak_rss_mib: super::records::peak_rss_mib(),
             },
             mentor_fallbacks: self.fallbacks.as_ref().map_or(0, |f| f.get()).saturating_sub(fallbacks_before),
         };
