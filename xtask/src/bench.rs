@@ -1,6 +1,6 @@
 //! `cargo xtask bench <target>`: each crate's comparison bench, with its peer installed into a
-//! private venv from hash-pinned requirements, run in release mode. Numbers go to stdout (the policy bench also writes
-//! `<target>/bench/policy_vs_torch.json`); copy them into `docs/PERFORMANCE.md`.
+//! private venv from hash-pinned requirements, run in release mode. Numbers go to stdout (the policy and step benches also write
+//! `<target>/bench/policy_vs_torch.json` and `step_vs_trl.json`); copy them into `docs/PERFORMANCE.md`.
 
 use anyhow::Result;
 use clap::ValueEnum;
@@ -19,6 +19,11 @@ pub enum Target {
     /// tok/s at batch 1, 8, 32, trained tok/s, and the batch-1 memory-bandwidth bound, with the
     /// ratios (`--threads N` sets both sides' thread count; default: all cores).
     Policy,
+    /// Whole GRPO steps of `mentor train` vs TRL 1.16's GRPOTrainer on the same workload
+    /// (issue 20): median seconds per step split into generation, verification, update and
+    /// other, peak RSS, `speedup=` and `memory_ratio=` on the last line. Flags: `--threads`,
+    /// `--prompts`, `--group`, `--new-tokens`, `--steps`, `--warmup`, `--rounds`, `--seed`.
+    Step,
 }
 
 /// Runs the bench for `target`.
@@ -61,5 +66,6 @@ pub fn run_bench(target: Target, extra: &[String]) -> Result<()> {
             )
         }
         Target::Policy => crate::bench_policy::run(&dir, extra),
+        Target::Step => crate::bench_step::run_step(&dir, extra),
     }
 }

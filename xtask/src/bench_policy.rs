@@ -76,7 +76,7 @@ pub fn run(dir: &AssetDir, extra: &[String]) -> Result<()> {
 }
 
 /// Pins every thread pool both programs may use to `n`.
-fn set_threads(cmd: &mut Command, n: usize) {
+pub(crate) fn set_threads(cmd: &mut Command, n: usize) {
     for var in ["RAYON_NUM_THREADS", "CANDLE_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"] {
         cmd.env(var, n.to_string());
     }
@@ -84,7 +84,7 @@ fn set_threads(cmd: &mut Command, n: usize) {
 
 /// Runs `cmd` with stderr shown, returning the JSON objects it printed on stdout (each line
 /// is also echoed).
-fn capture(cmd: &mut Command, what: &str) -> Result<Vec<Value>> {
+pub(crate) fn capture(cmd: &mut Command, what: &str) -> Result<Vec<Value>> {
     let out = cmd
         .stderr(Stdio::inherit())
         .output()
@@ -107,7 +107,7 @@ fn parse_lines(text: &str) -> Result<Vec<Value>> {
 }
 
 /// The value after `name` in `args`.
-fn flag_value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+pub(crate) fn flag_value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
 }
 
@@ -227,7 +227,7 @@ fn table(report: &Value) -> String {
 }
 
 /// Cargo's target directory (`$CARGO_TARGET_DIR` or `<repo>/target`).
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .map(|p| if p.is_absolute() { p } else { repo_root().join(p) })

@@ -19,6 +19,7 @@
 mod assets;
 mod bench;
 mod bench_policy;
+mod bench_step;
 mod datasets;
 mod hashing;
 mod process;
