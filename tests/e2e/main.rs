@@ -16,7 +16,9 @@ use std::path::PathBuf;
 pub fn data_dir() -> PathBuf {
     mentor_core::assets::locate_datasets(
         |k| std::env::var(k).ok(),
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        &std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+        ),
     )
     .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
 }

@@ -79,7 +79,10 @@ fn run_ours(cases: &[Case], min_seconds: f64) -> Ours {
 }
 
 fn run_mathverify(python: &str, file: &Path) -> Result<Value> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench/mathverify_runner.py");
+    let script = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("bench/mathverify_runner.py");
     let out = Command::new(python)
         .arg(&script)
         .arg(file)
@@ -105,7 +108,10 @@ fn main() -> Result<()> {
         }
     }
     if files.is_empty() {
-        let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let data = PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("tests/data");
         files = vec![data.join("math_equiv_cases.jsonl"), data.join("cases.jsonl")];
     }
     let mut report = Vec::new();

@@ -84,9 +84,10 @@ struct Metrics {
 fn fixture_path() -> PathBuf {
     match std::env::var_os("MENTOR_GRPO_FIXTURE") {
         Some(p) => PathBuf::from(p),
-        None => {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/grpo_loss_cases.json")
-        }
+        None => PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("../../../shared/fixtures/grpo_loss_cases.json"),
     }
 }
 
