@@ -4,7 +4,8 @@
 //! The workload: SmolLM2-135M-Instruct from the GGUF setup installs (f32), `--prompts`
 //! prompts x `--group` completions, at most `--new-tokens` new tokens at temperature 1 (top-p 1,
 //! top-k off), `loss_type = "grpo"`, beta 0, learning rate 1e-6 (constant), one iteration per
-//! batch, `--threads` threads. The prompts are "What is A + B?" with A and B in 1..9 (300
+//! batch, `--threads` threads; TRL without gradient checkpointing (its default on, which made
+//! its CPU backward 13x our whole step), otherwise TRL's defaults. The prompts are "What is A + B?" with A and B in 1..9 (300
 //! seeded records, so rewards are not all zero) under the `gsm8k-smollm2` preset's system
 //! prompt. Each side runs `--warmup` untimed steps, then `--steps` timed ones; `--rounds`
 //! repeats ours-then-TRL. Ours is the `mentor` binary `cargo build` makes (what `mentor train`

@@ -4,7 +4,9 @@ SmolLM2-135M-Instruct from the same GGUF (transformers dequantises it to float32
 chat prompts (the system prompt and the questions of the data file xtask writes), the same
 group shape, completion budget and sampler (temperature 1, top-p 1, top-k off), `loss_type =
 "grpo"`, beta 0, one iteration per generation batch, on the CPU with `--threads` threads.
-Everything else is TRL's default (gradient checkpointing on, its chunked fused LM head).
+Gradient checkpointing is off (TRL 1.16 turns it on by default; with it, and its chunked fused
+LM head, one step's backward took 757-787 s on this workload on a 2-core CPU box, 13x our whole
+step: not a fair peer). Everything else is TRL's default.
 The reward is 1 when the completion's final answer (the last \\boxed{...}, else the last number)
 equals the gold number: what the math checker decides on these integer answers.
 
@@ -126,6 +128,7 @@ def main():
         loss_type="grpo",
         beta=0.0,
         num_iterations=1,
+        gradient_checkpointing=False,
         learning_rate=args.lr,
         lr_scheduler_type="constant",
         max_steps=args.warmup + args.steps,
