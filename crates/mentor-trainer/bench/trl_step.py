@@ -169,42 +169,25 @@ def main():
     trainer = GRPOTrainer(model=model, reward_funcs=correct, args=cfg, train_dataset=ds,
                           processing_class=tok, callbacks=[Timer()])
 
-    # Time generation and the log-prob passes by wrapping them where TRL calls them.
-    unwrapped = trainer.model
-    gen = unwrapped.generate
+    # Time generation, the log-prob passes and the backward by wrapping them where TRL calls
+    # them. `key` names the bucket, or is a function choosing it at the end of the call.
+    def timed(fn, key):
+        def wrapper(*a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                add(key() if callable(key) else key, time.perf_counter() - t0)
+        return wrapper
 
-    def timed_generate(*a, **kw):
-        t0 = time.perf_counter()
-        try:
-            return gen(*a, **kw)
-        finally:
-            add("generation", time.perf_counter() - t0)
-
-    unwrapped.generate = timed_generate
+    trainer.model.generate = timed(trainer.model.generate, "generation")
     wrapped = []
     for attr in dir(trainer):
-        if attr.startswith("_get_per_token_logps"):
-            fn = getattr(trainer, attr)
-            if callable(fn):
-                def timed(*a, _fn=fn, **kw):
-                    t0 = time.perf_counter()
-                    try:
-                        return _fn(*a, **kw)
-                    finally:
-                        add("forward" if torch.is_grad_enabled() else "logps", time.perf_counter() - t0)
-                setattr(trainer, attr, timed)
-                wrapped.append(attr)
-    acc = trainer.accelerator
-    backward = acc.backward
-
-    def timed_backward(*a, **kw):
-        t0 = time.perf_counter()
-        try:
-            return backward(*a, **kw)
-        finally:
-            add("backward", time.perf_counter() - t0)
-
-    acc.backward = timed_backward
+        if attr.startswith("_get_per_token_logps") and callable(getattr(trainer, attr)):
+            grad = lambda: "forward" if torch.is_grad_enabled() else "logps"  # noqa: E731
+            setattr(trainer, attr, timed(getattr(trainer, attr), grad))
+            wrapped.append(attr)
+    trainer.accelerator.backward = timed(trainer.accelerator.backward, "backward")
     if not wrapped:
         print("warning: no _get_per_token_logps* method found; logps/forward are not split out", file=sys.stderr)
 
