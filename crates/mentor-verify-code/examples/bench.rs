@@ -12,7 +12,6 @@
 //! distribution over the 164 programs, run and judged) to show where the time goes. Prints
 //! markdown tables on stdout.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
