@@ -72,6 +72,23 @@ pub fn left_pad<R: AsRef<[u32]>>(rows: &[R], pad: u32) -> (Vec<u32>, Vec<Vec<boo
     (ids, valid, t)
 }
 
+/// The distinct token rows in order of first appearance, and each row's index into them
+/// (prompt deduplication for shared prefill and shared-prompt log-probs).
+pub(crate) fn distinct_rows<'a>(rows: impl IntoIterator<Item = &'a [u32]>) -> (Vec<&'a [u32]>, Vec<usize>) {
+    let mut index = std::collections::HashMap::new();
+    let mut distinct = Vec::new();
+    let of = rows
+        .into_iter()
+        .map(|r| {
+            *index.entry(r).or_insert_with(|| {
+                distinct.push(r);
+                distinct.len() - 1
+            })
+        })
+        .collect();
+    (distinct, of)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,18 +86,7 @@ impl<'a> PrefillPlan<'a> {
         // Leave every prompt at least one token of its own: its logits start the sampling.
         let limit = shortest.saturating_sub(1);
         let shared = (0..limit).take_while(|&i| prompts.iter().all(|p| p[i] == first[i])).count();
-        let mut index = std::collections::HashMap::new();
-        let mut rests = Vec::new();
-        let rest_of = prompts
-            .iter()
-            .map(|p| {
-                let rest = &p[shared..];
-                *index.entry(rest).or_insert_with(|| {
-                    rests.push(rest);
-                    rests.len() - 1
-                })
-            })
-            .collect();
+        let (rests, rest_of) = crate::batch::distinct_rows(prompts.iter().map(|p| &p[shared..]));
         Self { shared, rests, rest_of }
     }
 

@@ -13,11 +13,9 @@
 //! pass. In a GRPO step of `G` prompts and `B = G x group` rows this removes the prompt
 //! columns of all but one row per group from the forward and the backward.
 
-use std::collections::HashMap;
-
 use candle_core::{Tensor, D};
 
-use crate::batch::{attention_mask, left_pad, positions};
+use crate::batch::{attention_mask, distinct_rows, left_pad, positions};
 use crate::error::{Error, Result};
 use crate::kernels;
 use crate::model::{Attend, Kernels, SharedPrefix};
@@ -118,7 +116,11 @@ impl Policy {
             targets.extend(std::iter::repeat_n(0u32, c_len - c.len()));
             mask.extend((0..c_len).map(|j| if j < c.len() { 1f32 } else { 0f32 }));
         }
-        let (distinct, row_prompt) = distinct_prompts(prompts);
+        let (distinct, row_prompt) = if opts.share_prompts {
+            distinct_rows(prompts.iter().map(Vec::as_slice))
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let logits = if opts.share_prompts && distinct.len() < b {
             self.shared_prompt_logits(&distinct, &row_prompt, completions, c_len, opts.kernels)?
         } else {
@@ -218,20 +220,4 @@ impl Policy {
         };
         model.head(&hidden, kernels, fast)
     }
-}
-
-/// The distinct prompts in order of first appearance, and each row's index into them.
-fn distinct_prompts(prompts: &[Vec<u32>]) -> (Vec<&[u32]>, Vec<usize>) {
-    let mut seen: HashMap<&[u32], usize> = HashMap::new();
-    let mut distinct = Vec::new();
-    let rows = prompts
-        .iter()
-        .map(|p| {
-            *seen.entry(p.as_slice()).or_insert_with(|| {
-                distinct.push(p.as_slice());
-                distinct.len() - 1
-            })
-        })
-        .collect();
-    (distinct, rows)
 }
