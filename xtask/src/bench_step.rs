@@ -17,7 +17,7 @@
 //! JSON) and other, plus peak RSS, writes `<target>/bench/step_vs_trl.json`, and ends with the
 //! line `speedup=<TRL s/step / ours> memory_ratio=<our peak RSS / TRL's>`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -95,15 +95,22 @@ impl Workload {
     }
 }
 
+/// The hash-pinned private venv with torch, transformers, trl and accelerate (the policy
+/// bench's pins plus `crates/mentor-trainer/bench/requirements-trl.txt`), created on first use.
+pub(crate) fn trl_venv(dir: &AssetDir) -> Result<PathBuf> {
+    let read = |rel: &str| {
+        std::fs::read_to_string(repo_root().join(rel)).with_context(|| format!("reading {rel}"))
+    };
+    let policy_req = read("crates/mentor-policy/bench/requirements.txt")?;
+    let trl_req = read("crates/mentor-trainer/bench/requirements-trl.txt")?;
+    eprintln!("==> TRL + PyTorch into a private venv (first time: ~6 GB with the CUDA wheels)");
+    crate::venv::ensure(dir, VENV, &format!("{policy_req}\n{trl_req}"))
+}
+
 /// Runs both sides and reports the comparison.
 pub fn run_step(dir: &AssetDir, extra: &[String]) -> Result<()> {
     let w = Workload::from_args(extra)?;
-    let policy_req =
-        std::fs::read_to_string(repo_root().join("crates/mentor-policy/bench/requirements.txt"))?;
-    let trl_req =
-        std::fs::read_to_string(repo_root().join("crates/mentor-trainer/bench/requirements-trl.txt"))?;
-    eprintln!("==> bench step: TRL + PyTorch into a private venv (first time: ~3 GB)");
-    let venv = crate::venv::ensure(dir, VENV, &format!("{policy_req}\n{trl_req}"))?;
+    let venv = trl_venv(dir)?;
 
     let work = target_dir().join("bench/step");
     let data = work.join("data");

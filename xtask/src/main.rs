@@ -13,6 +13,8 @@
 //! - `python`: builds the `mentor-rl` wheel (maturin, dev profile) and runs the binding tests
 //!   against it in a fresh venv; prints the wheel's path last. `test` runs the same tests.
 //!   `--bench` also times `verify_math` from Python against Math-Verify.
+//! - `trl`: `MentorGRPOTrainer` and plain GRPO in TRL on the CPU (SmolLM2-135M, GSM8K train),
+//!   side by side, with checks that the mentor step ran (TRL venv pinned, ~6 GB).
 //!
 //! xtask never links the heavy crates; it shells out to `cargo`, `python3` and `curl`.
 
@@ -25,6 +27,7 @@ mod hashing;
 mod process;
 mod python;
 mod rescue;
+mod trl;
 #[cfg(test)]
 mod tidy;
 mod venv;
@@ -86,6 +89,15 @@ enum Command {
         #[arg(long)]
         bench: bool,
     },
+    /// Run `MentorGRPOTrainer` (the `mentor-rl` TRL integration) and plain GRPO in TRL on the
+    /// CPU, SmolLM2-135M on GSM8K training problems; checks the mentor step ran and prints
+    /// both side by side (TRL venv pinned and hash-checked, created on first use).
+    Trl {
+        /// Extra arguments for `crates/mentor-python/bench/trl_mentor.py` (after `--`), e.g.
+        /// `-- --steps 3 --credit in_context`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
     /// Run a comparison benchmark against its peer (installed into a private venv).
     Bench {
         /// Which bench.
@@ -107,6 +119,7 @@ fn main() {
         Command::Lint => lint(),
         Command::Bench { target, args } => bench::run_bench(target, &args),
         Command::Rescue { mbpp, args } => rescue::rescue(mbpp, &args),
+        Command::Trl { args } => assets::setup().and_then(|dir| trl::run_trl(&dir, &args)),
         Command::Python { bench } => assets::setup().and_then(|dir| python::run_command(&dir, bench)),
     };
     if let Err(e) = result {

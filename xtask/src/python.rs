@@ -79,7 +79,7 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target"))
 }
 
-fn build_wheel(dir: &AssetDir) -> Result<PathBuf> {
+pub(crate) fn build_wheel(dir: &AssetDir) -> Result<PathBuf> {
     let req = std::fs::read_to_string(repo_root().join(CRATE).join("requirements-build.txt"))
         .context("reading crates/mentor-python/requirements-build.txt")?;
     eprintln!("==> python: maturin (pinned, hash-checked) in a private venv");
@@ -126,7 +126,7 @@ fn single_wheel(out: &Path) -> Result<PathBuf> {
 /// Installs `wheel` (without dependencies: it has none) into a fresh venv and runs the
 /// binding tests with it.
 /// `python -m pip install` of local files only: no index, no dependencies.
-fn pip_install_local(py: &Path) -> Command {
+pub(crate) fn pip_install_local(py: &Path) -> Command {
     let mut cmd = Command::new(py);
     cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--no-index"]);
     cmd

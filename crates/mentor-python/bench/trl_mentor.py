@@ -1,0 +1,322 @@
+"""`cargo xtask trl`: MentorGRPOTrainer against plain GRPO in TRL, on the CPU.
+
+SmolLM2-135M-Instruct (the GGUF `cargo xtask setup` installs, dequantised by transformers) on
+GSM8K training problems, which it fails at this size: the same short GRPO run twice, with
+`mentor=mentor_rl.Mentor("rules")` and with `mentor=None`, same seed, same prompts, reward
+`mentor_rl.trl.math_reward`. Per arm it records, from TRL's own logs, the mentor metrics and
+the step time, and counts the rows whose advantage is not zero (the rows that carry a learning
+signal).
+
+It checks what the issue asks the integration to do: in the mentor arm collapsed groups were
+intervened on, hinted attempts were sampled and scored, and the mentor metrics reached TRL's
+logs; in the vanilla arm nothing was intervened on. Exit status 1 when a check fails.
+
+With `--math-verify-site DIR` (the site-packages of the hash-pinned Math-Verify venv that
+`cargo xtask bench math` uses), the vanilla arm also scores every completion with Math-Verify
+0.9.0 as a second reward function of weight 0 (so training is unchanged): both reward
+functions see the same completions in the same TRL steps, and the summary gives each one's
+seconds and how often they agree.
+
+Prints one JSON object per arm (`"what": "arm"`), then the side-by-side table, then
+`"what": "summary"`.
+
+Run: python trl_mentor.py --gguf PATH --data train.jsonl --threads N
+     [--prompts 2 --group 4 --new-tokens 48 --steps 2 --seed 0 --credit prefix --out FILE]
+     [--math-verify-site DIR]
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TQDM_DISABLE", "1")
+os.environ.setdefault("WANDB_DISABLED", "true")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+SYSTEM = "Solve the problem step by step. End with the final answer as \\boxed{...}."
+
+
+def emit(obj):
+    print(json.dumps(obj), flush=True)
+
+
+def load_model(gguf, torch):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = os.path.split(os.path.abspath(gguf))
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    # transformers dequantises the GGUF to float32 but marks the model quantized, which the
+    # Trainer refuses to fine-tune: clear the mark (the weights are plain float32).
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None
+    model.is_quantized = False
+    if getattr(model.config, "quantization_config", None) is not None:
+        del model.config.quantization_config
+    return model, tok
+
+
+class Timed:
+    """A reward function that adds up the seconds it takes and keeps its last rewards."""
+
+    def __init__(self, name, fn):
+        self.__name__ = name
+        self.fn = fn
+        self.seconds = 0.0
+        self.calls = 0
+        self.rows = 0
+        self.last = []
+
+    def __call__(self, completions, **kwargs):
+        t0 = time.perf_counter()
+        out = self.fn(completions, **kwargs)
+        self.seconds += time.perf_counter() - t0
+        self.calls += 1
+        self.rows += len(completions)
+        self.last = list(out)
+        return out
+
+    @property
+    def last_verdicts(self):
+        """The wrapped function's verdicts (what the mentor reads), if it keeps them."""
+        return getattr(self.fn, "last_verdicts", None)
+
+
+def math_verify_reward(site):
+    """Math-Verify 0.9.0 as a TRL reward function (gold parsed as LaTeX, as its README does)."""
+    sys.path.append(site)  # after this venv's own packages: the shared pins (sympy, mpmath) are equal
+    from math_verify import parse, verify
+
+    from mentor_rl.trl import completion_text
+
+    def reward(completions, answer, **_):
+        out = []
+        for c, a in zip(completions, answer):
+            gold = str(a).split("####")[-1].strip()
+            try:
+                out.append(1.0 if verify(parse(f"${gold}$"), parse(completion_text(c))) else 0.0)
+            except Exception:  # Math-Verify raising counts as a wrong answer
+                out.append(0.0)
+        return out
+
+    return reward
+
+
+def run_arm(args, arm, rows):
+    import datasets
+    import torch
+    from transformers import TrainerCallback
+    from trl import GRPOConfig
+
+    import mentor_rl
+    from mentor_rl.trl import Intervention, MentorGRPOTrainer, math_reward
+
+    torch.manual_seed(args.seed)
+    model, tok = load_model(args.gguf, torch)
+    ds = datasets.Dataset.from_list(rows)
+    cfg = GRPOConfig(
+        output_dir=tempfile.mkdtemp(prefix=f"trl-mentor-{arm}-"),
+        per_device_train_batch_size=args.prompts * args.group,
+        gradient_accumulation_steps=1,
+        num_generations=args.group,
+        max_completion_length=args.new_tokens,
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,
+        loss_type="grpo",
+        beta=0.0,
+        num_iterations=1,
+        gradient_checkpointing=False,
+        bf16=False,  # TRL defaults to bf16 autocast: emulated, ~8x slower on a CPU without bf16 units
+        learning_rate=args.lr,
+        lr_scheduler_type="constant",
+        max_steps=args.steps,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        seed=args.seed,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        shuffle_dataset=False,
+    )
+    logs = []
+    step_seconds = []
+
+    class Recorder(TrainerCallback):
+        def on_step_begin(self, a, state, control, **kw):
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, a, state, control, **kw):
+            step_seconds.append(time.perf_counter() - self.t0)
+
+        def on_log(self, a, state, control, logs=None, **kw):
+            if logs and "loss" in logs:
+                logs_copy = dict(logs)
+                logs_copy["step"] = state.global_step
+                logs_list.append(logs_copy)
+
+    logs_list = logs
+    mentor = mentor_rl.Mentor("rules") if arm == "mentor" else None
+    ours = Timed("math_reward", math_reward)
+    reward_funcs = [ours]
+    agree = [0, 0]
+    if arm == "vanilla" and args.math_verify_site:
+        peer = Timed("math_verify", math_verify_reward(args.math_verify_site))
+
+        def compare(completions, **kwargs):
+            out = peer(completions, **kwargs)
+            agree[0] += sum(1 for a, b in zip(ours.last, out) if a == b)
+            agree[1] += len(out)
+            return out
+
+        compare.__name__ = "math_verify"
+        reward_funcs.append(compare)
+        cfg.reward_weights = [1.0, 0.0]
+    trainer = MentorGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=reward_funcs,
+        args=cfg,
+        train_dataset=ds,
+        mentor=mentor,
+        intervention=Intervention(credit=args.credit, start_level=args.start_level),
+        callbacks=[Recorder()],
+    )
+    trainer.train()
+
+    def total(key):
+        return sum(float(l.get(key, 0.0) or 0.0) for l in logs)
+
+    rewards = {"math_reward": {"seconds": ours.seconds, "calls": ours.calls, "rows": ours.rows}}
+    if len(reward_funcs) > 1:
+        rewards["math_verify"] = {"seconds": peer.seconds, "calls": peer.calls, "rows": peer.rows}
+        rewards["agreement"] = {"same": agree[0], "rows": agree[1]}
+    return {
+        "what": "arm",
+        "arm": arm,
+        "reward_functions": rewards,
+        "steps": len(logs),
+        "interventions": total("mentor/interventions"),
+        "rescued": total("mentor/rescued"),
+        "hinted_rows": total("mentor/hinted_rows"),
+        "hinted_reward_mean": (
+            sum(float(l["mentor/hinted_reward"]) for l in logs if "mentor/hinted_reward" in l)
+            / max(1, sum(1 for l in logs if "mentor/hinted_reward" in l))
+        ),
+        "nonzero_advantage_rows": total("mentor/nonzero_advantage_rows"),
+        "zrf": [float(l.get("mentor/zrf", float("nan"))) for l in logs],
+        "reward": [float(l.get("reward", float("nan"))) for l in logs],
+        "levels": {str(k): total(f"mentor/level_{k}") for k in (1, 2, 3)},
+        "guard_rejections": total("mentor/guard_rejections"),
+        "mentor_keys": sorted({k for l in logs for k in l if k.startswith("mentor/")}),
+        "step_seconds": step_seconds,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gguf", required=True)
+    ap.add_argument("--data", required=True, help="GSM8K JSON Lines (question, answer)")
+    ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--prompts", type=int, default=2)
+    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--new-tokens", type=int, default=48)
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lr", type=float, default=1e-6)
+    ap.add_argument("--credit", default="prefix", choices=["prefix", "in_context", "stripped_is", "stripped"])
+    ap.add_argument("--start-level", type=int, default=3)
+    ap.add_argument("--out", help="also write the summary JSON here")
+    ap.add_argument("--math-verify-site", help="site-packages of the Math-Verify venv: also time it as a reward")
+    args = ap.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    import transformers
+    import trl
+
+    rows = []
+    with open(args.data) as f:
+        for i, line in enumerate(f):
+            if len(rows) >= args.prompts * args.steps:
+                break
+            if line.strip():
+                r = json.loads(line)
+                rows.append({
+                    "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": r["question"]}],
+                    "answer": r["answer"],
+                    "id": r.get("id", f"gsm8k/train/{i}"),
+                })
+    arms = [run_arm(args, arm, rows) for arm in ("vanilla", "mentor")]
+    for a in arms:
+        emit(a)
+
+    vanilla, mentor = arms
+    lines = [
+        "| | vanilla (mentor=None) | MENTOR (rules, credit=%s) |" % args.credit,
+        "|---|---|---|",
+        "| interventions | %d | %d |" % (vanilla["interventions"], mentor["interventions"]),
+        "| rescued groups | %d | %d |" % (vanilla["rescued"], mentor["rescued"]),
+        "| hinted rows | %d | %d |" % (vanilla["hinted_rows"], mentor["hinted_rows"]),
+        "| rows with non-zero advantage | %d | %d |"
+        % (vanilla["nonzero_advantage_rows"], mentor["nonzero_advantage_rows"]),
+        "| ZRF per step | %s | %s |"
+        % (", ".join("%.2f" % z for z in vanilla["zrf"]), ", ".join("%.2f" % z for z in mentor["zrf"])),
+        "| step seconds | %s | %s |"
+        % (", ".join("%.1f" % s for s in vanilla["step_seconds"]), ", ".join("%.1f" % s for s in mentor["step_seconds"])),
+    ]
+    rf = vanilla["reward_functions"]
+    lines.append("| reward seconds (math_reward) | %.3f in %d calls | %.3f in %d calls |" % (
+        rf["math_reward"]["seconds"], rf["math_reward"]["calls"],
+        mentor["reward_functions"]["math_reward"]["seconds"], mentor["reward_functions"]["math_reward"]["calls"]))
+    if "math_verify" in rf:
+        mv = rf["math_verify"]
+        ratio = mv["seconds"] / rf["math_reward"]["seconds"] if rf["math_reward"]["seconds"] > 0 else float("nan")
+        lines.append("| reward seconds (Math-Verify 0.9.0, same completions) | %.3f in %d calls (%.0fx math_reward; agree on %d/%d) | – |"
+                     % (mv["seconds"], mv["calls"], ratio, rf["agreement"]["same"], rf["agreement"]["rows"]))
+    print("\n".join(lines), flush=True)
+
+    failures = []
+    if vanilla["interventions"] != 0 or vanilla["hinted_rows"] != 0:
+        failures.append("the vanilla arm intervened")
+    if sum(1 for z in mentor["zrf"] if z > 0) == 0:
+        failures.append("no group collapsed in the mentor arm: nothing to check (pick harder problems)")
+    if mentor["interventions"] < 1:
+        failures.append("the mentor arm intervened on no collapsed group")
+    if mentor["hinted_rows"] < 1:
+        failures.append("no hinted attempt was sampled and put in the batch")
+    for key in ("mentor/zrf", "mentor/interventions", "mentor/rescued", "mentor/hinted_rows"):
+        if key not in mentor["mentor_keys"]:
+            failures.append(f"{key} missing from TRL's logs")
+    summary = {
+        "what": "summary",
+        "ok": not failures,
+        "failures": failures,
+        "workload": {
+            "prompts": args.prompts, "group": args.group, "new_tokens": args.new_tokens, "steps": args.steps,
+            "threads": args.threads, "credit": args.credit, "start_level": args.start_level, "seed": args.seed,
+        },
+        "arms": arms,
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
+    }
+    if args.out:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(summary, f, indent=1)
+        os.replace(tmp, args.out)
+    emit(summary)
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

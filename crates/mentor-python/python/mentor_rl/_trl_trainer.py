@@ -1,0 +1,453 @@
+"""``MentorGRPOTrainer``: TRL's ``GRPOTrainer`` with the MENTOR step (DESIGN §2, steps 3-6).
+
+Built on TRL's ``rollout_func`` extension point, plus the smallest overrides TRL leaves no
+public hook for. Per training step, on each process:
+
+1. the group is sampled through TRL's own generation path (``_generate_single_turn``:
+   transformers ``generate``, or vLLM with ``use_vllm``) and scored with the trainer's own
+   reward functions;
+2. the collapse monitor flags the groups whose rewards are all zero (and the collapse event);
+3. for each collapsed group (within the budget) the mentor diagnoses the failed attempts with
+   the verdicts a verdict-keeping reward function (``mentor_rl.trl.math_reward`` /
+   ``code_reward``) kept, and writes a guarded hint;
+4. the hinted attempts are sampled on-policy, from the current weights, through the same
+   generation path, and scored; a group still all-fail escalates to the next level;
+5. the rows handed back to TRL follow the assembly and credit settings.
+
+Credit modes against the Rust trainer:
+
+- ``prefix``: the row is (original prompt -> the hint's worked steps + the sampled
+  continuation) and its advantage is ``r - mean(failed group)`` (= ``r``), unscaled, as in the
+  Rust trainer. TRL's own group normalisation is replaced for those rows after it ran.
+- ``in_context``: the row's prompt is the hinted prompt; TRL normalises in the group as usual.
+- ``stripped_is``: the row's prompt is the original one and the hinted context's log-probs of
+  the sampled tokens become TRL's ``old_per_token_logps`` for that row, so its clipped ratio
+  ``pi(y|x) / pi(y|x, hint)`` corrects for the hint (Guide-GRPO). The other rows get the
+  current policy's log-probs, which is what TRL uses when it has none (one extra no-grad
+  forward pass over the batch, only in steps that have such rows).
+- ``stripped``: the original prompt, no ratio.
+
+Differences from the Rust trainer, where TRL's batch cannot express it: the hinted group has
+``num_generations`` attempts (TRL's groups have a fixed size); ``augment`` is not offered (the
+batch size is fixed); there is no per-task hint memory yet; rewards are scored once inside the
+rollout (to find collapsed groups) and again by TRL for the final rows, so a reward function
+runs twice on the unhinted rows it keeps.
+"""
+
+import asyncio
+import copy
+import inspect
+import math
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+from trl import GRPOTrainer
+from trl.data_utils import is_conversational
+from trl.trainer.utils import pad
+
+from ._native import CollapseMonitor
+from .trl import Intervention, completion_text
+
+__all__ = ["MentorGRPOTrainer"]
+
+
+class _Open:
+    """One collapsed group under intervention."""
+
+    def __init__(self, group: int, task: Dict[str, Any], attempts: List[str], verdicts: List[Any], level: int):
+        self.group = group
+        self.task = task
+        self.attempts = attempts
+        self.verdicts = verdicts
+        self.level = level
+        self.hints: List[Dict[str, Any]] = []
+        self.rows: Optional[Dict[str, Any]] = None  # the last hinted round's rows
+        self.rescued = False
+
+
+class MentorGRPOTrainer(GRPOTrainer):
+    """``trl.GRPOTrainer`` plus the MENTOR step.
+
+    Takes every argument ``GRPOTrainer`` takes (except ``rollout_func``, which it supplies),
+    plus:
+
+    - ``mentor``: a :class:`mentor_rl.Mentor`, :class:`mentor_rl.StaticHints`,
+      :class:`mentor_rl.Refinement`, or ``None`` (vanilla GRPO, with the collapse metrics);
+    - ``intervention``: an :class:`mentor_rl.trl.Intervention` or a dict of its fields.
+
+    With a mentor, one reward function must keep its verdicts (``last_verdicts``, as
+    ``mentor_rl.trl.math_reward`` and ``code_reward`` do): the mentor reads their feedback.
+    The dataset's columns make the mentor's task: ``answer`` (and ``solution``) for math;
+    ``tests``, ``format``, ``entry_point``, ``code_prompt`` and ``reference_solution`` for code;
+    ``question`` (default: the prompt's last user message) and ``id``.
+
+    Metrics (through TRL's logging, so every ``report_to`` gets them): ``mentor/zrf``,
+    ``mentor/collapse_event``, ``mentor/interventions``, ``mentor/rescued``,
+    ``mentor/hinted_rows``, ``mentor/hinted_reward``, ``mentor/guard_rejections``,
+    ``mentor/level_1`` .. ``mentor/level_3`` (hinted rounds per level) and ``mentor/seconds``.
+    """
+
+    def __init__(self, *args: Any, mentor: Any = None, intervention: Any = None, **kwargs: Any) -> None:
+        if kwargs.get("rollout_func") is not None:
+            raise ValueError("rollout_func: MentorGRPOTrainer supplies its own rollout function")
+        if intervention is None:
+            intervention = Intervention()
+        elif isinstance(intervention, dict):
+            intervention = Intervention.from_dict(intervention)
+        elif not isinstance(intervention, Intervention):
+            raise ValueError("intervention: expected an Intervention, a dict of its fields, or None")
+        if mentor is not None and not callable(getattr(mentor, "intervene", None)):
+            raise ValueError("mentor: expected a Mentor, StaticHints, Refinement (anything with .intervene) or None")
+        self.mentor = mentor
+        self.intervention = intervention
+        self._collapse = CollapseMonitor(
+            window=intervention.window, raise_above=intervention.raise_above, clear_below=intervention.clear_below
+        )
+        self._mentor_inputs: Optional[List[Dict[str, Any]]] = None
+        self._mentor_plan: Optional[List[Dict[str, Any]]] = None
+        self._mentor_last_rewards: Optional[torch.Tensor] = None
+        super().__init__(*args, rollout_func=self._mentor_rollout, **kwargs)
+        for func in self.reward_funcs:
+            if isinstance(func, nn.Module):
+                raise ValueError(
+                    "reward_funcs: MentorGRPOTrainer scores attempts inside the rollout and supports reward "
+                    "functions (callables), not reward models"
+                )
+        if mentor is not None and self._verdict_source() is None:
+            raise ValueError(
+                "reward_funcs: the mentor reads verdicts; add mentor_rl.trl.math_reward or code_reward (or any "
+                "reward function with a `last_verdicts` list) to reward_funcs"
+            )
+        if intervention.assembly == "nurl" and intervention.keep_unhinted >= self.num_generations:
+            raise ValueError(
+                f"intervention.keep_unhinted ({intervention.keep_unhinted}) leaves no hinted row in a group of "
+                f"num_generations={self.num_generations}"
+            )
+
+    # ---- TRL overrides -------------------------------------------------------------------
+
+    def _generate_and_score_completions(self, inputs: List[Dict[str, Any]]) -> Dict[str, Any]:
+        self._mentor_inputs = inputs
+        self._mentor_plan = None
+        self._mentor_last_rewards = None
+        try:
+            out = super()._generate_and_score_completions(inputs)
+            if self._mentor_plan is not None:
+                self._apply_credit(out, self._mentor_plan)
+            if self.model.training:
+                adv = out["advantages"].reshape(out["advantages"].size(0), -1)
+                self._metrics["train"]["mentor/nonzero_advantage_rows"].append(float((adv != 0).any(dim=1).sum().item()))
+            return out
+        finally:
+            self._mentor_inputs = None
+            self._mentor_plan = None
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._mentor_last_rewards = rewards
+        return rewards
+
+    # ---- the rollout ---------------------------------------------------------------------
+
+    def _mentor_rollout(self, prompts: List[Any], trainer: Any) -> Dict[str, Any]:
+        inputs = self._mentor_inputs
+        training = self.model.training
+        g = self.num_generations if training else self.num_generations_eval
+        prompt_ids, completion_ids, logprobs = self._sample(prompts, g)
+        if not training or inputs is None:  # evaluation is always without hints
+            return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": logprobs}
+        if len(prompts) % g != 0:
+            raise ValueError(f"rollout: {len(prompts)} prompts do not make whole groups of {g}")
+        t0 = time.perf_counter()
+        texts = self._decode(completion_ids)
+        rewards, verdicts = self._score(inputs, prompts, texts, completion_ids)
+        groups = len(prompts) // g
+        report = self._collapse.observe([min(max(r, 0.0), 1.0) for r in rewards], g)
+        metrics = self._metrics["train"]
+        metrics["mentor/zrf"].append(report["zrf"])
+        metrics["mentor/collapse_event"].append(float(report["event_active"]))
+
+        plan: List[Dict[str, Any]] = [{"baseline": None, "old_logps": None, "hinted": False} for _ in prompts]
+        rows = {
+            "prompt_ids": list(prompt_ids),
+            "completion_ids": list(completion_ids),
+            "logprobs": list(logprobs) if logprobs is not None else None,
+        }
+        cfg = self.intervention
+        chosen: List[int] = []
+        if self.mentor is not None and (cfg.trigger == "per_group" or report["event_active"]):
+            chosen = [k for k in report["collapsed"] if k < groups][: cfg.max_groups]
+        counts = {"interventions": 0, "rescued": 0, "guard_rejections": 0, "level_1": 0, "level_2": 0, "level_3": 0}
+        opened = [
+            _Open(
+                k,
+                self._task(inputs[k * g], prompts[k * g]),
+                texts[k * g : (k + 1) * g],
+                verdicts[k * g : (k + 1) * g] if verdicts is not None else [],
+                cfg.start_level,
+            )
+            for k in chosen
+        ]
+        counts["interventions"] = len(opened)
+        pending = list(opened)
+        while pending:
+            asked: List[Tuple[_Open, Dict[str, Any]]] = []
+            for o in pending:
+                result = self.mentor.intervene(o.task, o.attempts, o.verdicts, level=o.level, previous_hints=o.hints)
+                if result is not None:
+                    counts["guard_rejections"] += len(result["guard"].get("rejections", []))
+                hint = None if result is None else result.get("hint")
+                if hint is None:
+                    continue
+                o.hints.append(hint)
+                asked.append((o, hint))
+            if not asked:
+                break
+            self._hinted_round(asked, inputs, prompts, g)
+            pending = []
+            for o, hint in asked:
+                counts[f"level_{hint['level']}"] = counts.get(f"level_{hint['level']}", 0) + 1
+                if o.rescued:
+                    continue
+                nxt = max(o.level, int(hint["level"])) + 1
+                if cfg.escalate and nxt <= cfg.max_level:
+                    o.level = nxt
+                    pending.append(o)
+        hinted_rewards: List[float] = []
+        for o in opened:
+            if o.rows is None:
+                continue
+            counts["rescued"] += int(o.rescued)
+            hinted_rewards.extend(self._assemble(o, rows, plan, rewards, g))
+        metrics["mentor/interventions"].append(float(counts["interventions"]))
+        metrics["mentor/rescued"].append(float(counts["rescued"]))
+        metrics["mentor/guard_rejections"].append(float(counts["guard_rejections"]))
+        for level in (1, 2, 3):
+            metrics[f"mentor/level_{level}"].append(float(counts.get(f"level_{level}", 0)))
+        metrics["mentor/hinted_rows"].append(float(len(hinted_rewards)))
+        if hinted_rewards:
+            metrics["mentor/hinted_reward"].append(sum(hinted_rewards) / len(hinted_rewards))
+        metrics["mentor/seconds"].append(time.perf_counter() - t0)
+        self._mentor_plan = plan if any(p["hinted"] for p in plan) else None
+        return rows
+
+    def _hinted_round(self, asked: List[Tuple[_Open, Dict[str, Any]]], inputs, prompts, g: int) -> None:
+        """Samples and scores ``g`` hinted attempts for every hint of one round, in one call."""
+        cfg = self.intervention
+        gen_prompts: List[Any] = []
+        forced: List[List[int]] = []
+        for o, hint in asked:
+            hinted_prompt = self._hinted_prompt(prompts[o.group * g], hint["text"])
+            prefix = hint.get("solution_prefix") if cfg.credit == "prefix" else None
+            prefix_ids = self._tokenizer(prefix, add_special_tokens=False)["input_ids"] if prefix else []
+            for _ in range(g):
+                gen_prompts.append(hinted_prompt)
+                forced.append(list(prefix_ids))
+        gen_ids = self._prompt_ids(gen_prompts)
+        gen_ids = [p + f for p, f in zip(gen_ids, forced)]
+        sampled, logprobs = self._generate_single_turn(gen_ids, None, {}, g)
+        sampled = [list(map(int, c)) for c in sampled]
+        # What the rows' completions will be: forced steps + sampled tokens under `prefix`.
+        completions = [f + c for f, c in zip(forced, sampled)]
+        row_inputs = [inputs[o.group * g] for o, _ in asked for _ in range(g)]
+        row_prompts = [prompts[o.group * g] for o, _ in asked for _ in range(g)]
+        texts = self._decode(completions)
+        rewards, _ = self._score(row_inputs, row_prompts, texts, completions)
+        behaviour = None
+        if cfg.credit == "stripped_is":
+            behaviour = (
+                [list(lp) for lp in logprobs] if logprobs is not None else self._logps(gen_ids, sampled)
+            )
+        orig_ids = self._prompt_ids(row_prompts)
+        for j, (o, _) in enumerate(asked):
+            sl = slice(j * g, (j + 1) * g)
+            if cfg.credit == "in_context":
+                p_ids = gen_ids[sl]
+                c_ids = sampled[sl]
+            else:  # prefix, stripped_is, stripped: the original prompt
+                p_ids = orig_ids[sl]
+                c_ids = completions[sl] if cfg.credit == "prefix" else sampled[sl]
+            if logprobs is not None:
+                lps = [
+                    [math.nan] * (len(c) - len(s)) + list(lp)
+                    for c, s, lp in zip(c_ids, sampled[sl], logprobs[sl])
+                ]
+            else:
+                lps = None
+            o.rows = {
+                "prompt_ids": p_ids,
+                "completion_ids": c_ids,
+                "logprobs": lps,
+                "rewards": rewards[sl],
+                "behaviour": behaviour[sl] if behaviour is not None else None,
+            }
+            o.rescued = any(r > 0 for r in rewards[sl])
+
+    def _assemble(self, o: _Open, rows: Dict[str, Any], plan: List[Dict[str, Any]], rewards: List[float], g: int) -> List[float]:
+        """Puts a hinted group into the batch; returns the hinted rows' rewards."""
+        cfg = self.intervention
+        keep = cfg.keep_unhinted if cfg.assembly == "nurl" else 0
+        start = o.group * g
+        unhinted = rewards[start : start + g]
+        baseline = sum(unhinted) / len(unhinted) if cfg.credit == "prefix" else None
+        hinted = o.rows
+        assert hinted is not None
+        out = []
+        for j in range(g):
+            i = start + j
+            plan[i]["baseline"] = baseline
+            if j < keep:
+                continue
+            h = j - keep
+            rows["prompt_ids"][i] = hinted["prompt_ids"][h]
+            rows["completion_ids"][i] = hinted["completion_ids"][h]
+            if rows["logprobs"] is not None:
+                rows["logprobs"][i] = hinted["logprobs"][h] if hinted["logprobs"] is not None else None
+            plan[i]["hinted"] = True
+            if hinted["behaviour"] is not None:
+                plan[i]["old_logps"] = hinted["behaviour"][h]
+            out.append(hinted["rewards"][h])
+        return out
+
+    def _apply_credit(self, out: Dict[str, Any], plan: List[Dict[str, Any]]) -> None:
+        """``prefix``: advantage ``r - baseline``; ``stripped_is``: the hinted context's
+        log-probs as the behaviour log-probs."""
+        advantages = out["advantages"]
+        if any(p["baseline"] is not None for p in plan):
+            if self._mentor_last_rewards is None:
+                raise RuntimeError("MentorGRPOTrainer: TRL did not score the batch through _calculate_rewards")
+            rpf = self._mentor_last_rewards
+            weights = self.reward_weights.to(rpf.device).unsqueeze(0)
+            total = (rpf * weights).nansum(dim=1)
+            n = len(plan)
+            lo = self.accelerator.process_index * n
+            total = total[lo : lo + n].to(advantages.device)
+            for i, p in enumerate(plan):
+                if p["baseline"] is not None:
+                    advantages[i] = total[i] - p["baseline"]
+        if any(p["old_logps"] is not None for p in plan):
+            old = out.get("old_per_token_logps")
+            completion_ids = out["completion_ids"]
+            if old is None:
+                input_ids = torch.cat([out["prompt_ids"], completion_ids], dim=1)
+                mask = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
+                with torch.no_grad():
+                    old, _, _ = self._get_per_token_logps_and_entropies(
+                        self.model, input_ids, mask, completion_ids.size(1), batch_size=self.args.per_device_train_batch_size
+                    )
+            old = old.clone()
+            for i, p in enumerate(plan):
+                lp = p["old_logps"]
+                if lp is not None:
+                    n = min(len(lp), old.size(1))
+                    old[i, :n] = torch.tensor(lp[:n], dtype=old.dtype, device=old.device)
+            out["old_per_token_logps"] = old
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def _sample(self, prompts: List[Any], g: int) -> Tuple[List[List[int]], List[List[int]], Optional[List[List[float]]]]:
+        prompt_ids = self._prompt_ids(prompts)
+        completion_ids, logprobs = self._generate_single_turn(prompt_ids, None, {}, g)
+        completion_ids = [list(map(int, c)) for c in completion_ids]
+        return prompt_ids, completion_ids, (None if logprobs is None else [list(lp) for lp in logprobs])
+
+    def _prompt_ids(self, prompts: List[Any]) -> List[List[int]]:
+        prompt_ids, _, _ = self._tokenize_prompts(prompts)
+        return [list(map(int, p)) for p in prompt_ids]
+
+    def _decode(self, completion_ids: Sequence[Sequence[int]]) -> List[str]:
+        return self.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
+
+    def _score(self, inputs, prompts, texts: List[str], completion_ids) -> Tuple[List[float], Optional[List[Any]]]:
+        """The weighted reward of each row (NaN counts as 0) and the verdicts of the first
+        verdict-keeping reward function, for these rows only (no gather across processes)."""
+        conversational = is_conversational({"prompt": prompts[0]})
+        completions = [[{"role": "assistant", "content": t}] for t in texts] if conversational else list(texts)
+        keys = [k for k in inputs[0] if k not in ("prompt", "completion", "completion_ids")]
+        kwargs: Dict[str, Any] = {k: [x[k] for x in inputs] for k in keys}
+        kwargs["trainer_state"] = self.state
+        kwargs["log_extra"] = lambda *a, **k: None  # the completions table logs TRL's final rows only
+        kwargs["log_metric"] = lambda *a, **k: None
+        weights = self.reward_weights.tolist()
+        total = [0.0] * len(texts)
+        verdicts = None
+        source = self._verdict_source()
+        for func, w in zip(self.reward_funcs, weights):
+            if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):
+                coro = func(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+                values = asyncio.run_coroutine_threadsafe(coro, self.async_loop).result()
+            else:
+                values = func(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+            if len(values) != len(texts):
+                raise ValueError(f"reward function {getattr(func, '__name__', func)!r}: {len(values)} rewards for {len(texts)} completions")
+            for i, v in enumerate(values):
+                if v is not None and not math.isnan(float(v)):
+                    total[i] += w * float(v)
+            if func is source:
+                verdicts = list(func.last_verdicts)
+        return total, verdicts
+
+    def _verdict_source(self) -> Any:
+        for func in self.reward_funcs:
+            if isinstance(getattr(func, "last_verdicts", None), list):
+                return func
+        return None
+
+    def _logps(self, prompt_ids: List[List[int]], completion_ids: List[List[int]]) -> List[List[float]]:
+        """Per-token log-probs of ``completion_ids`` after ``prompt_ids`` under the current weights."""
+        device = self.accelerator.device
+        pad_id = self._tokenizer.pad_token_id
+        p = pad([torch.tensor(x) for x in prompt_ids], padding_value=pad_id, padding_side="left").to(device)
+        pm = pad([torch.ones(len(x), dtype=torch.long) for x in prompt_ids], padding_value=0, padding_side="left").to(device)
+        c = pad([torch.tensor(x if x else [pad_id]) for x in completion_ids], padding_value=pad_id, padding_side="right").to(device)
+        cm = pad([torch.ones(max(len(x), 1), dtype=torch.long) for x in completion_ids], padding_value=0, padding_side="right").to(device)
+        with torch.no_grad():
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                self.model,
+                torch.cat([p, c], dim=1),
+                torch.cat([pm, cm], dim=1),
+                c.size(1),
+                batch_size=self.args.per_device_train_batch_size,
+            )
+        return [logps[i, : len(x)].tolist() for i, x in enumerate(completion_ids)]
+
+    def _hinted_prompt(self, prompt: Any, hint_text: str) -> Any:
+        addition = self.intervention.hint_template.replace("{hint}", hint_text)
+        if isinstance(prompt, str):
+            return prompt + addition
+        messages = copy.deepcopy(list(prompt))
+        if messages and messages[-1].get("role") == "user" and isinstance(messages[-1].get("content"), str):
+            messages[-1]["content"] = messages[-1]["content"] + addition
+        else:
+            messages.append({"role": "user", "content": addition.lstrip()})
+        return messages
+
+    @staticmethod
+    def _task(row: Dict[str, Any], prompt: Any) -> Dict[str, Any]:
+        """The mentor's task dict from a dataset row."""
+        task: Dict[str, Any] = {}
+        question = row.get("question")
+        if not isinstance(question, str) or not question:
+            if isinstance(prompt, str):
+                question = prompt
+            else:
+                users = [m for m in prompt if m.get("role") == "user"]
+                question = completion_text([{"role": "assistant", "content": users[-1].get("content", "")}]) if users else ""
+        task["question"] = question
+        if row.get("id") is not None:
+            task["id"] = str(row["id"])
+        if row.get("tests") is not None:
+            task["tests"] = row["tests"]
+            for src, dst in (("format", "format"), ("entry_point", "entry_point"), ("code_prompt", "prompt"), ("reference_solution", "reference_solution")):
+                if row.get(src) is not None:
+                    task[dst] = row[src]
+        else:
+            answer = row.get("answer")
+            if answer is None:
+                raise ValueError("dataset: the mentor needs an 'answer' column (math) or a 'tests' column (code)")
+            task["answer"] = str(answer.item() if hasattr(answer, "item") else answer)
+            if row.get("solution") is not None:
+                task["solution"] = str(row["solution"])
+        return task

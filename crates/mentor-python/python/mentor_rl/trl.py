@@ -1,0 +1,237 @@
+"""MENTOR in TRL: reward functions with TRL's signature and :class:`MentorGRPOTrainer`.
+
+Supported: trl 1.16 (tested with trl 1.16.0, transformers 5.24, torch 2.15 on CPU).
+
+Reward functions (no torch needed to import or call them)::
+
+    from mentor_rl.trl import math_reward, code_reward
+
+    trainer = GRPOTrainer(model=..., reward_funcs=[math_reward], train_dataset=ds, ...)
+
+- :data:`math_reward` reads the dataset column ``answer`` (a GSM8K ``... #### 18`` answer, a
+  number, or MATH LaTeX) and judges each completion with :func:`mentor_rl.verify_math`.
+- :data:`code_reward` reads ``tests`` (HumanEval test code defining ``check``, a list of MBPP
+  ``assert`` lines, or stdin/stdout cases) and, when present, ``format``, ``entry_point`` and
+  ``code_prompt`` (the signature a HumanEval program continues), and runs each completion in
+  :class:`mentor_rl.CodeSandbox`.
+
+Both accept plain and conversational completions and keep the verdicts of their last call in
+``last_verdicts`` (one :class:`mentor_rl.Verdict` per completion, with the verifier's
+feedback), which is what the mentor reads. Build your own instances (``MathReward(threads=4)``,
+``CodeReward(sandbox=...)``) to change their settings.
+
+:class:`MentorGRPOTrainer` (imported from here; it needs torch and trl) adds the MENTOR step
+between TRL's generation and its loss; :class:`Intervention` holds its settings.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+from ._native import CodeSandbox, Verdict, verify_math
+
+__all__ = [
+    "CodeReward",
+    "Intervention",
+    "MathReward",
+    "MentorGRPOTrainer",
+    "code_reward",
+    "completion_text",
+    "math_reward",
+]
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one TRL completion: a plain string, or a conversational completion (a list
+    of messages), whose assistant contents are joined."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        completion = [completion]
+    if isinstance(completion, (list, tuple)):
+        parts: List[str] = []
+        for message in completion:
+            if not isinstance(message, dict):
+                raise ValueError(f"completions: expected a str or a list of messages, got {type(message).__name__}")
+            if message.get("role", "assistant") != "assistant":
+                continue
+            content = message.get("content") or ""
+            if isinstance(content, list):  # typed content blocks
+                content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
+            parts.append(str(content))
+        return "".join(parts)
+    raise ValueError(f"completions: expected a str or a list of messages, got {type(completion).__name__}")
+
+
+def _column(name: str, values: Optional[Sequence[Any]], n: int) -> List[Any]:
+    if values is None:
+        raise ValueError(f"{name}: the dataset needs a {name!r} column for this reward function")
+    values = list(values)
+    if len(values) != n:
+        raise ValueError(f"{name}: {len(values)} values for {n} completions")
+    return values
+
+
+def _scalar(value: Any) -> Any:
+    # numpy scalars, as datasets' arrow columns sometimes give them
+    return value.item() if hasattr(value, "item") and callable(value.item) else value
+
+
+class MathReward:
+    """TRL reward function ``math_reward(completions, answer, **kwargs) -> list[float]``.
+
+    ``answer`` is the dataset's gold column. ``threads`` caps the verifier's threads (default:
+    all cores). The verdicts of the last call are kept in :attr:`last_verdicts`."""
+
+    def __init__(self, *, threads: Optional[int] = None, name: str = "math_reward") -> None:
+        self.threads = threads
+        self.__name__ = name
+        self.last_verdicts: List[Verdict] = []
+
+    def __call__(self, completions: Sequence[Any], answer: Optional[Sequence[Any]] = None, **kwargs: Any) -> List[float]:
+        texts = [completion_text(c) for c in completions]
+        golds = [str(_scalar(a)) for a in _column("answer", answer, len(texts))]
+        verdicts = verify_math(golds, texts, threads=self.threads)
+        self.last_verdicts = verdicts
+        return [v.reward for v in verdicts]
+
+    def __repr__(self) -> str:
+        return f"MathReward(threads={self.threads!r})"
+
+
+class CodeReward:
+    """TRL reward function ``code_reward(completions, tests, **kwargs) -> list[float]``.
+
+    ``tests`` is the dataset's test column; optional columns ``format`` (``"humaneval"``,
+    ``"mbpp"`` or ``"stdio"``; default ``"humaneval"`` for a test string, ``"mbpp"`` for a
+    list), ``entry_point`` and ``code_prompt``. The sandbox (``sandbox=`` or one
+    :class:`mentor_rl.CodeSandbox` with default limits, built on the first call) judges the
+    completions in parallel; a sandbox failure scores 0 (a ``verifier_error`` verdict), as in
+    the Rust trainer. The verdicts of the last call are kept in :attr:`last_verdicts`."""
+
+    def __init__(self, *, sandbox: Optional[CodeSandbox] = None, name: str = "code_reward") -> None:
+        self._sandbox = sandbox
+        self.__name__ = name
+        self.last_verdicts: List[Verdict] = []
+
+    @property
+    def sandbox(self) -> CodeSandbox:
+        """The sandbox in use (built on first use)."""
+        if self._sandbox is None:
+            self._sandbox = CodeSandbox()
+        return self._sandbox
+
+    def __call__(
+        self,
+        completions: Sequence[Any],
+        tests: Optional[Sequence[Any]] = None,
+        format: Optional[Sequence[Optional[str]]] = None,
+        entry_point: Optional[Sequence[Optional[str]]] = None,
+        code_prompt: Optional[Sequence[Optional[str]]] = None,
+        **kwargs: Any,
+    ) -> List[float]:
+        texts = [completion_text(c) for c in completions]
+        n = len(texts)
+        tests = [_scalar(t) for t in _column("tests", tests, n)]
+        formats = _column("format", format, n) if format is not None else [None] * n
+        entries = _column("entry_point", entry_point, n) if entry_point is not None else [None] * n
+        prompts = _column("code_prompt", code_prompt, n) if code_prompt is not None else [None] * n
+        formats = [f or ("humaneval" if isinstance(t, str) else "mbpp") for f, t in zip(formats, tests)]
+        verdicts: List[Optional[Verdict]] = [None] * n
+        # verify_many takes one format per call: one parallel call per format present.
+        for fmt in sorted(set(formats)):
+            idx = [i for i in range(n) if formats[i] == fmt]
+            out = self.sandbox.verify_many(
+                [texts[i] for i in idx],
+                tests=[tests[i] for i in idx],
+                format=fmt,
+                entry_points=[entries[i] for i in idx],
+                prompts=[prompts[i] or "" for i in idx],
+                errors="verdict",
+            )
+            for i, v in zip(idx, out):
+                verdicts[i] = v
+        self.last_verdicts = [v for v in verdicts if v is not None]
+        return [v.reward for v in self.last_verdicts]
+
+    def __repr__(self) -> str:
+        return "CodeReward()"
+
+
+math_reward = MathReward()
+"""The default :class:`MathReward` (all cores)."""
+
+code_reward = CodeReward()
+"""The default :class:`CodeReward` (a sandbox with default limits, built on first use)."""
+
+
+_TRIGGERS = ("per_group", "on_collapse_event")
+_ASSEMBLIES = ("replace", "nurl")
+_CREDITS = ("prefix", "in_context", "stripped_is", "stripped")
+
+
+@dataclass
+class Intervention:
+    """The MENTOR step's settings, with the names of the Rust trainer's
+    ``[strategy.intervention]`` (DESIGN §2).
+
+    - ``trigger``: ``"per_group"`` (every collapsed group, the default) or
+      ``"on_collapse_event"`` (only while the collapse monitor's event is in force);
+    - ``max_groups``: the per-step budget of intervened groups (per process);
+    - ``start_level``: the first hint level (1 nudge, 2 plan, 3 partial worked solution);
+      ``escalate``: a group still all-fail gets the next level, up to ``max_level``;
+    - ``assembly``: ``"replace"`` (the hinted group takes the collapsed group's place) or
+      ``"nurl"`` (keep ``keep_unhinted`` failed attempts, the rest hinted); ``"augment"`` has no
+      place in TRL's fixed-size batch;
+    - ``credit``: ``"prefix"`` (original prompt -> the hint's worked steps + the sampled
+      continuation, advantage ``r - mean(failed group)``), ``"in_context"`` (the hinted prompt),
+      ``"stripped_is"`` (original prompt; the hinted sampling log-probs as the behaviour log-probs
+      of TRL's clipped ratio) or ``"stripped"`` (original prompt, no ratio);
+    - ``hint_template``: appended to the last user message (``{hint}`` is the hint's text);
+    - ``window``, ``raise_above``, ``clear_below``: the collapse monitor.
+    """
+
+    trigger: str = "per_group"
+    max_groups: int = 8
+    start_level: int = 1
+    escalate: bool = True
+    max_level: int = 3
+    assembly: str = "replace"
+    keep_unhinted: int = 0
+    credit: str = "prefix"
+    hint_template: str = "\n\nHint: {hint}"
+    window: int = 3
+    raise_above: float = 0.5
+    clear_below: float = 0.25
+
+    def __post_init__(self) -> None:
+        if self.trigger not in _TRIGGERS:
+            raise ValueError(f"trigger: expected one of {_TRIGGERS}, got {self.trigger!r}")
+        if self.assembly not in _ASSEMBLIES:
+            raise ValueError(f"assembly: expected one of {_ASSEMBLIES}, got {self.assembly!r}")
+        if self.credit not in _CREDITS:
+            raise ValueError(f"credit: expected one of {_CREDITS}, got {self.credit!r}")
+        if not 1 <= self.start_level <= 3 or not 1 <= self.max_level <= 3:
+            raise ValueError("start_level and max_level: expected 1, 2 or 3")
+        if self.start_level > self.max_level:
+            raise ValueError(f"start_level ({self.start_level}) is above max_level ({self.max_level})")
+        if self.max_groups < 0 or self.keep_unhinted < 0:
+            raise ValueError("max_groups and keep_unhinted: expected >= 0")
+        if "{hint}" not in self.hint_template:
+            raise ValueError("hint_template: must contain {hint}")
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "Intervention":
+        """From a dict of the fields above; unknown keys raise ValueError naming them."""
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"intervention: unknown settings {unknown}")
+        return cls(**data)
+
+
+def __getattr__(name: str) -> Any:
+    # The trainer imports torch and trl: only when asked for.
+    if name == "MentorGRPOTrainer":
+        from ._trl_trainer import MentorGRPOTrainer
+
+        return MentorGRPOTrainer
+    raise AttributeError(f"module 'mentor_rl.trl' has no attribute {name!r}")
