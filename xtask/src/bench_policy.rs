@@ -97,11 +97,12 @@ pub(crate) fn capture(cmd: &mut Command, what: &str) -> Result<Vec<Value>> {
     parse_lines(&stdout)
 }
 
-/// The JSON objects of `text`, one per non-empty line starting with `{`.
+/// The JSON objects of `text`, one per line starting with `{"` (the peer's own lines; other
+/// output, such as the Python dicts the transformers Trainer prints as its logs, is skipped).
 fn parse_lines(text: &str) -> Result<Vec<Value>> {
     text.lines()
         .map(str::trim)
-        .filter(|l| l.starts_with('{'))
+        .filter(|l| l.starts_with("{\""))
         .map(|l| serde_json::from_str(l).with_context(|| format!("bad bench line: {l}")))
         .collect()
 }
@@ -258,6 +259,16 @@ mod tests {
 {"what": "generate", "batch": 8, "new_tokens": 256, "seconds": 2.0, "tok_s": 128.0}
 {"what": "generate", "batch": 32, "new_tokens": 1024, "seconds": 8.0, "tok_s": 128.0}
 {"what": "train", "batch": 4, "seq": 128, "forward_s": 1.0, "forward_backward_s": 2.0, "tok_s": 256.0}"#;
+
+    #[test]
+    fn only_json_objects_are_read_and_a_broken_one_is_an_error() {
+        // The transformers Trainer prints its logs as Python dicts on stdout.
+        let text = "{'loss': '0', 'grad_norm': '1.5'}\n{\"what\": \"step\", \"seconds\": 1.5}\nnoise\n";
+        let got = lines(text);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0]["seconds"], 1.5);
+        assert!(parse_lines("{\"what\": \"step\", \"seconds\": }").is_err());
+    }
 
     #[test]
     fn pairs_measurements_and_judges_goals() {
