@@ -4,10 +4,14 @@
 //! The workload: SmolLM2-135M-Instruct from the GGUF setup installs (f32), `--prompts`
 //! prompts x `--group` completions, at most `--new-tokens` new tokens at temperature 1 (top-p 1,
 //! top-k off), `loss_type = "grpo"`, beta 0, learning rate 1e-6 (constant), one iteration per
-//! batch, `--threads` threads; TRL without gradient checkpointing (its default on, which made
-//! its CPU backward 13x our whole step), otherwise TRL's defaults. The prompts are "What is A + B?" with A and B in 1..9 (300
-//! seeded records, so rewards are not all zero) under the `gsm8k-smollm2` preset's system
-//! prompt. Each side runs `--warmup` untimed steps, then `--steps` timed ones; `--rounds`
+//! batch, `--threads` threads; TRL in float32 (`bf16=False`: its bf16 autocast default is
+//! emulated on a CPU without bf16 units, ~7x slower here) and without gradient checkpointing
+//! (its default on), otherwise TRL's defaults. Our update runs in `--micro-batches` micro-batches
+//! (default 4, one per prompt here: for `loss_type = "grpo"` with equal micro-batches the
+//! gradients equal one batch's, a quarter of the activations), TRL's in
+//! `--trl-micro-batches` (default 1, its usual recipe: `per_device_train_batch_size` = all
+//! rows). The prompts are "What is A + B?" with A and B in 1..9 (300 seeded records, so rewards
+//! are not all zero) under the `gsm8k-smollm2` preset's system prompt. Each side runs `--warmup` untimed steps, then `--steps` timed ones; `--rounds`
 //! repeats ours-then-TRL. Ours is the `mentor` binary `cargo build` makes (what `mentor train`
 //! runs); its step times and peak RSS come from its `metrics.jsonl`, TRL's from
 //! `crates/mentor-trainer/bench/trl_step.py` in a hash-pinned private venv.
@@ -45,6 +49,13 @@ struct Workload {
     warmup: usize,
     rounds: usize,
     seed: u64,
+    /// Micro-batches of our update (`grpo.gradient_accumulation_steps`): the same gradients as
+    /// one batch for `loss_type = "grpo"` with equal micro-batches, a quarter of the
+    /// activations at 4.
+    micro_batches: usize,
+    /// Micro-batches of TRL's update (`per_device_train_batch_size = rows / N`,
+    /// `gradient_accumulation_steps = N`; 1 is the usual recipe).
+    trl_micro_batches: usize,
 }
 
 impl Workload {
@@ -64,6 +75,8 @@ impl Workload {
             "--warmup",
             "--rounds",
             "--seed",
+            "--micro-batches",
+            "--trl-micro-batches",
         ];
         let mut i = 0;
         while i < extra.len() {
@@ -81,6 +94,8 @@ impl Workload {
             warmup: num("--warmup", 1)?,
             rounds: num("--rounds", 1)?,
             seed: num("--seed", 0)? as u64,
+            micro_batches: num("--micro-batches", 4)?,
+            trl_micro_batches: num("--trl-micro-batches", 1)?,
         };
         if w.threads == 0
             || w.prompts == 0
@@ -91,6 +106,13 @@ impl Workload {
         {
             bail!("--threads, --prompts, --new-tokens, --steps and --rounds must be >= 1 and --group >= 2");
         }
+        let rows = w.prompts * w.group;
+        for (name, n) in [("--micro-batches", w.micro_batches), ("--trl-micro-batches", w.trl_micro_batches)]
+        {
+            if n == 0 || rows % n != 0 {
+                bail!("{name} {n} must divide the {rows} rows of a step (equal micro-batches keep the gradients equal)");
+            }
+        }
         Ok(w)
     }
 }
@@ -98,9 +120,8 @@ impl Workload {
 /// The hash-pinned private venv with torch, transformers, trl and accelerate (the policy
 /// bench's pins plus `crates/mentor-trainer/bench/requirements-trl.txt`), created on first use.
 pub(crate) fn trl_venv(dir: &AssetDir) -> Result<PathBuf> {
-    let read = |rel: &str| {
-        std::fs::read_to_string(repo_root().join(rel)).with_context(|| format!("reading {rel}"))
-    };
+    let read =
+        |rel: &str| std::fs::read_to_string(repo_root().join(rel)).with_context(|| format!("reading {rel}"));
     let policy_req = read("crates/mentor-policy/bench/requirements.txt")?;
     let trl_req = read("crates/mentor-trainer/bench/requirements-trl.txt")?;
     eprintln!("==> TRL + PyTorch into a private venv (first time: ~6 GB with the CUDA wheels)");
@@ -204,6 +225,7 @@ fn run_ours(
         format!("run.output_dir={}", q(out)),
         "run.checkpoint_every=1000000".into(),
         "run.progress=false".into(),
+        format!("grpo.gradient_accumulation_steps={}", w.micro_batches),
     ];
     let mut cmd = Command::new(mentor);
     cmd.args(["--threads", &w.threads.to_string(), "train", "--config", PRESET]);
@@ -262,7 +284,8 @@ fn run_trl(venv: &Path, dir: &AssetDir, data: &Path, w: &Workload) -> Result<(Ve
         .args(["--new-tokens", &w.new_tokens.to_string()])
         .args(["--steps", &w.steps.to_string()])
         .args(["--warmup", &w.warmup.to_string()])
-        .args(["--seed", &w.seed.to_string()]);
+        .args(["--seed", &w.seed.to_string()])
+        .args(["--micro-batches", &w.trl_micro_batches.to_string()]);
     set_threads(&mut cmd, w.threads);
     let records = capture(&mut cmd, "the TRL step bench")?;
     let summary =
@@ -324,6 +347,7 @@ fn compare(
             "threads": w.threads, "prompts": w.prompts, "group": w.group, "new_tokens": w.new_tokens,
             "timed_steps_per_round": w.steps, "warmup_steps": w.warmup, "rounds": w.rounds, "seed": w.seed,
             "loss_type": "grpo", "beta": 0.0, "learning_rate": 1e-6, "temperature": 1.0,
+            "micro_batches": {"ours": w.micro_batches, "trl": w.trl_micro_batches},
         },
         "ours": {"median": mo, "peak_rss_mib": ours_rss, "steps": ours},
         "trl": {"median": mt, "peak_rss_mib": trl_rss, "steps": trl, "versions": versions,
@@ -338,8 +362,9 @@ fn compare(
 fn table(r: &Value) -> String {
     let w = &r["workload"];
     let mut s = format!(
-        "GRPO step, {} prompts x {} completions, <= {} new tokens, {} threads; median of {} timed steps x {} rounds\n",
-        w["prompts"], w["group"], w["new_tokens"], w["threads"], w["timed_steps_per_round"], w["rounds"]
+        "GRPO step, {} prompts x {} completions, <= {} new tokens, {} threads; median of {} timed steps x {} rounds; update in {} (ours) / {} (TRL) micro-batches\n",
+        w["prompts"], w["group"], w["new_tokens"], w["threads"], w["timed_steps_per_round"], w["rounds"],
+        w["micro_batches"]["ours"], w["micro_batches"]["trl"]
     );
     s += &format!("{:<22} {:>10} {:>10} {:>10}\n", "seconds per step", "mentor", "TRL", "TRL/ours");
     for k in PARTS {
@@ -386,6 +411,10 @@ mod tests {
         assert!(Workload::from_args(&args(&["--group", "1"])).is_err());
         assert!(Workload::from_args(&args(&["--bogus", "1"])).is_err());
         assert!(Workload::from_args(&args(&["--steps", "x"])).is_err());
+        assert_eq!((w.micro_batches, w.trl_micro_batches), (4, 1));
+        assert!(Workload::from_args(&args(&["--micro-batches", "3"])).is_err(), "3 does not divide 32 rows");
+        assert!(Workload::from_args(&args(&["--trl-micro-batches", "0"])).is_err());
+        assert!(Workload::from_args(&args(&["--trl-micro-batches", "8"])).is_ok());
     }
 
     #[test]

@@ -27,9 +27,9 @@ mod hashing;
 mod process;
 mod python;
 mod rescue;
-mod trl;
 #[cfg(test)]
 mod tidy;
+mod trl;
 mod venv;
 
 use std::path::PathBuf;

@@ -34,8 +34,9 @@ pub fn run_trl(dir: &AssetDir, extra: &[String]) -> Result<()> {
         "pip install --target of the wheel",
         "the wheel must be for this platform and Python (abi3, CPython >= 3.9)",
     )?;
-    let mv_req = std::fs::read_to_string(repo_root().join("crates/mentor-verify-math/bench/requirements.txt"))
-        .context("reading crates/mentor-verify-math/bench/requirements.txt")?;
+    let mv_req =
+        std::fs::read_to_string(repo_root().join("crates/mentor-verify-math/bench/requirements.txt"))
+            .context("reading crates/mentor-verify-math/bench/requirements.txt")?;
     eprintln!("==> trl: Math-Verify 0.9.0 (pinned, hash-checked) in a private venv, timed as a peer reward");
     let mv = crate::venv::ensure(dir, "math-verify-0.9.0", &mv_req)?;
     let mv_site = site_packages(&mv)?;

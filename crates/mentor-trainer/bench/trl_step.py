@@ -18,7 +18,7 @@ callback: clipping and the AdamW step). The first `--warmup` steps are marked `"
 Last, `"what": "summary"` with the peak RSS (getrusage) and the versions.
 
 Run: python trl_step.py --gguf PATH --data train.jsonl --system TEXT --threads N
-     [--prompts 4 --group 8 --new-tokens 64 --steps 5 --warmup 1 --seed 0 --lr 1e-6]
+     [--prompts 4 --group 8 --new-tokens 64 --steps 5 --warmup 1 --seed 0 --lr 1e-6 --micro-batches 1]
 """
 
 import argparse
@@ -62,6 +62,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-6)
+    ap.add_argument("--micro-batches", type=int, default=1,
+                    help="update in N micro-batches (per_device_train_batch_size = rows / N, gradient_accumulation_steps = N)")
     args = ap.parse_args()
 
     import torch
@@ -116,10 +118,12 @@ def main():
         return out
 
     batch = args.prompts * args.group
+    if args.micro_batches < 1 or batch % args.micro_batches != 0:
+        sys.exit(f"--micro-batches {args.micro_batches} must divide the {batch} rows of a step")
     cfg = GRPOConfig(
         output_dir=tempfile.mkdtemp(prefix="trl-step-"),
-        per_device_train_batch_size=batch,
-        gradient_accumulation_steps=1,
+        per_device_train_batch_size=batch // args.micro_batches,
+        gradient_accumulation_steps=args.micro_batches,  # one generation batch of `batch` rows per step
         num_generations=args.group,
         max_completion_length=args.new_tokens,
         temperature=1.0,

@@ -292,3 +292,49 @@ fn zero_advantage_rows_are_left_out_of_a_dapo_update_without_changing_it() {
         assert!(d.to_scalar::<f32>().unwrap() < 1e-6);
     }
 }
+
+/// `loss_type = "grpo"` in equal micro-batches (one per prompt group) sums to the gradients of
+/// the whole batch, as TRL's accumulation does: the update equals one batch's up to float
+/// summation order, at a quarter of the activations (what `cargo xtask bench step` relies on).
+#[test]
+fn a_grpo_update_in_equal_micro_batches_equals_one_batch() {
+    let mut rng = Rng(0xB47C);
+    let policies = [Policy::new(&mut Rng(13)), Policy::new(&mut Rng(13))];
+    let r = sample(&policies[0], &mut rng);
+    let n = r.batch.rewards.len();
+    assert_eq!(n, PROMPTS * GROUP);
+    let mut passes: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+    let mut reports = Vec::new();
+    for (i, policy) in policies.iter().enumerate() {
+        let config = GrpoConfig {
+            loss_type: LossType::Grpo,
+            learning_rate: 0.05,
+            lr_scheduler_type: LrSchedulerType::Constant,
+            max_completion_length: MAX_LEN,
+            gradient_accumulation_steps: if i == 0 { 1 } else { PROMPTS },
+            ..GrpoConfig::default()
+        };
+        let mut updater = Updater::new(config, policy.vars(), 1).unwrap();
+        let m = updater
+            .update(&r.batch, |rows: &[usize]| -> candle_core::Result<PolicyOutput> {
+                passes[i].push(rows.len());
+                policy.rows_output(&r.prompts, &r.tokens, rows)
+            })
+            .unwrap();
+        assert_eq!(m.optimizer_steps, 1);
+        reports.push(m);
+    }
+    assert_eq!(passes[1], vec![GROUP; PROMPTS], "one micro-batch per prompt group");
+    assert!(passes[0].len() == 1, "{:?}", passes[0]);
+    assert!(reports[0].grad_norm > 0.0);
+    assert!(
+        (reports[0].grad_norm - reports[1].grad_norm).abs() < 1e-6 * reports[0].grad_norm,
+        "{} vs {}",
+        reports[0].grad_norm,
+        reports[1].grad_norm
+    );
+    for (a, b) in policies[0].vars().iter().zip(policies[1].vars()) {
+        let d = (a.as_tensor() - b.as_tensor()).unwrap().abs().unwrap().max_all().unwrap();
+        assert!(d.to_scalar::<f32>().unwrap() < 1e-6);
+    }
+}
