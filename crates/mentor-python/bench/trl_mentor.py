@@ -9,7 +9,10 @@ signal).
 
 It checks what the issue asks the integration to do: in the mentor arm collapsed groups were
 intervened on, hinted attempts were sampled and scored, and the mentor metrics reached TRL's
-logs; in the vanilla arm nothing was intervened on. Exit status 1 when a check fails.
+logs; in the vanilla arm nothing was intervened on. Then each of `--also-credits` (default
+`in_context`, `stripped_is`, `stripped`) runs one short mentor step, which must put hinted
+rows in the batch (`stripped_is`: with the hinted context's behaviour log-probs). Exit
+status 1 when a check fails.
 
 With `--math-verify-site DIR` (the site-packages of the hash-pinned Math-Verify venv that
 `cargo xtask bench math` uses), the vanilla arm also scores every completion with Math-Verify
@@ -217,6 +220,7 @@ def run_arm(args, arm, rows):
         "reward": [float(l.get("reward", float("nan"))) for l in logs],
         "levels": {str(k): total(f"mentor/level_{k}") for k in (1, 2, 3)},
         "guard_rejections": total("mentor/guard_rejections"),
+        "behaviour_rows": total("mentor/behaviour_rows"),
         "mentor_keys": sorted({k for l in logs for k in l if k.startswith("mentor/")}),
         "step_seconds": step_seconds,
     }
@@ -235,6 +239,8 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-6)
     ap.add_argument("--credit", default="prefix", choices=["prefix", "in_context", "stripped_is", "stripped"])
     ap.add_argument("--start-level", type=int, default=3)
+    ap.add_argument("--also-credits", default="in_context,stripped_is,stripped",
+                    help="credit modes also run for one short step each (comma-separated; empty: none)")
     ap.add_argument("--out", help="also write the summary JSON here")
     ap.add_argument("--math-verify-site", help="site-packages of the Math-Verify venv: also time it as a reward")
     args = ap.parse_args()
@@ -260,6 +266,16 @@ def main():
     arms = [run_arm(args, arm, rows) for arm in ("vanilla", "mentor")]
     for a in arms:
         emit(a)
+    # The other credit modes, one short step each on the first problems: they must run and put
+    # hinted rows in the batch (stripped_is: with the hinted context's behaviour log-probs).
+    modes = []
+    for credit in [c for c in args.also_credits.split(",") if c]:
+        quick = argparse.Namespace(**{**vars(args), "credit": credit, "steps": 1, "new_tokens": min(args.new_tokens, 24),
+                                      "math_verify_site": None})
+        m = run_arm(quick, "mentor", rows[: quick.prompts])
+        m["credit"] = credit
+        emit(m)
+        modes.append(m)
 
     vanilla, mentor = arms
     lines = [
@@ -284,8 +300,6 @@ def main():
         ratio = mv["seconds"] / rf["math_reward"]["seconds"] if rf["math_reward"]["seconds"] > 0 else float("nan")
         lines.append("| reward seconds (Math-Verify 0.9.0, same completions) | %.3f in %d calls (%.0fx math_reward; agree on %d/%d) | – |"
                      % (mv["seconds"], mv["calls"], ratio, rf["agreement"]["same"], rf["agreement"]["rows"]))
-    print("\n".join(lines), flush=True)
-
     failures = []
     if vanilla["interventions"] != 0 or vanilla["hinted_rows"] != 0:
         failures.append("the vanilla arm intervened")
@@ -298,6 +312,14 @@ def main():
     for key in ("mentor/zrf", "mentor/interventions", "mentor/rescued", "mentor/hinted_rows"):
         if key not in mentor["mentor_keys"]:
             failures.append(f"{key} missing from TRL's logs")
+    for m in modes:
+        if m["interventions"] >= 1 and m["hinted_rows"] < 1:
+            failures.append(f"credit={m['credit']}: no hinted row reached the batch")
+        if m["credit"] == "stripped_is" and m["hinted_rows"] >= 1 and m["behaviour_rows"] < 1:
+            failures.append("credit=stripped_is: no row got the hinted context's behaviour log-probs")
+        lines.append("| credit=%s (1 step, <= %d tokens): interventions, hinted rows, step s | – | %d, %d, %.1f |"
+                     % (m["credit"], min(args.new_tokens, 24), m["interventions"], m["hinted_rows"], m["step_seconds"][0]))
+    print("\n".join(lines), flush=True)
     summary = {
         "what": "summary",
         "ok": not failures,
@@ -307,6 +329,7 @@ def main():
             "threads": args.threads, "credit": args.credit, "start_level": args.start_level, "seed": args.seed,
         },
         "arms": arms,
+        "credit_modes": modes,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
     }
     if args.out:

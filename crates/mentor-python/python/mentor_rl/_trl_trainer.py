@@ -338,6 +338,9 @@ class MentorGRPOTrainer(GRPOTrainer):
                         self.model, input_ids, mask, completion_ids.size(1), batch_size=self.args.per_device_train_batch_size
                     )
             old = old.clone()
+            self._metrics["train"]["mentor/behaviour_rows"].append(
+                float(sum(1 for p in plan if p["old_logps"] is not None))
+            )
             for i, p in enumerate(plan):
                 lp = p["old_logps"]
                 if lp is not None:
