@@ -1,6 +1,7 @@
 //! `cargo xtask rescue`: the rescue measurement on real failures (`mentor rescue` with the
-//! GSM8K preset, or the MBPP one with `--mbpp`), sized down for 2 CPU cores (12 collapsed GSM8K
-//! problems took 32 minutes on the shared development box; see the README). Builds the binaries as `cargo xtask test` does (so the build is shared), then runs
+//! GSM8K preset, or the MBPP one with `--mbpp`), sized for 20 minutes on 2 CPU cores (40
+//! collapsed GSM8K problems; see the README). Builds the binaries as `cargo xtask test` does
+//! (so the build is shared), then runs
 //! `mentor --threads 2 rescue` from the repository root, so the results land in
 //! `runs/rescue-<set>-smollm2/`.
 
