@@ -109,7 +109,7 @@ impl Workload {
         let rows = w.prompts * w.group;
         for (name, n) in [("--micro-batches", w.micro_batches), ("--trl-micro-batches", w.trl_micro_batches)]
         {
-            if n == 0 || rows % n != 0 {
+            if n == 0 || !rows.is_multiple_of(n) {
                 bail!("{name} {n} must divide the {rows} rows of a step (equal micro-batches keep the gradients equal)");
             }
         }
