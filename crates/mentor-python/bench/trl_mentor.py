@@ -42,29 +42,15 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("WANDB_DISABLED", "true")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
+# The GGUF loading and the CPU GRPOConfig are the step bench's (crates/mentor-trainer/bench).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "mentor-trainer", "bench"))
+from trl_step import cpu_grpo_config, load_gguf  # noqa: E402
+
 SYSTEM = "Solve the problem step by step. End with the final answer as \\boxed{...}."
 
 
 def emit(obj):
     print(json.dumps(obj), flush=True)
-
-
-def load_model(gguf, torch):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    folder, name = os.path.split(os.path.abspath(gguf))
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    # transformers dequantises the GGUF to float32 but marks the model quantized, which the
-    # Trainer refuses to fine-tune: clear the mark (the weights are plain float32).
-    if getattr(model, "hf_quantizer", None) is not None:
-        model.hf_quantizer = None
-    model.is_quantized = False
-    if getattr(model.config, "quantization_config", None) is not None:
-        del model.config.quantization_config
-    return model, tok
 
 
 class Timed:
@@ -117,40 +103,22 @@ def run_arm(args, arm, rows):
     import datasets
     import torch
     from transformers import TrainerCallback
-    from trl import GRPOConfig
-
     import mentor_rl
     from mentor_rl.trl import Intervention, MentorGRPOTrainer, math_reward
 
     torch.manual_seed(args.seed)
-    model, tok = load_model(args.gguf, torch)
+    model, tok = load_gguf(args.gguf)
     ds = datasets.Dataset.from_list(rows)
-    cfg = GRPOConfig(
+    cfg = cpu_grpo_config(
         output_dir=tempfile.mkdtemp(prefix=f"trl-mentor-{arm}-"),
-        per_device_train_batch_size=args.prompts * args.group,
-        gradient_accumulation_steps=1,
-        num_generations=args.group,
-        max_completion_length=args.new_tokens,
-        temperature=1.0,
-        top_p=1.0,
-        top_k=0,
-        loss_type="grpo",
-        beta=0.0,
-        num_iterations=1,
-        gradient_checkpointing=False,
-        bf16=False,  # TRL defaults to bf16 autocast: emulated, ~8x slower on a CPU without bf16 units
-        learning_rate=args.lr,
-        lr_scheduler_type="constant",
-        max_steps=args.steps,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
+        rows=args.prompts * args.group,
+        group=args.group,
+        new_tokens=args.new_tokens,
+        lr=args.lr,
+        steps=args.steps,
         seed=args.seed,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-        shuffle_dataset=False,
     )
+    cfg.shuffle_dataset = False
     logs = []
     step_seconds = []
 

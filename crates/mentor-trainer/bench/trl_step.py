@@ -49,6 +49,60 @@ def final_number(text):
     return nums[-1] if nums else None
 
 
+def load_gguf(path):
+    """SmolLM2 from its GGUF, dequantised by transformers to float32, ready to fine-tune."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = os.path.split(os.path.abspath(path))
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    # transformers dequantises the GGUF to float32 parameters but marks the model quantized,
+    # which the Trainer refuses to fine-tune: clear the mark (the weights are plain float32).
+    assert all(p.dtype == torch.float32 and p.requires_grad for p in model.parameters())
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None
+    model.is_quantized = False
+    if getattr(model.config, "quantization_config", None) is not None:
+        del model.config.quantization_config
+    return model, tok
+
+
+def cpu_grpo_config(*, output_dir, rows, group, new_tokens, lr, steps, seed, micro_batches=1):
+    """The workload's GRPOConfig on the CPU: float32 (TRL's bf16 autocast default is emulated,
+    ~7x slower, on a CPU without bf16 units), no gradient checkpointing, `rows` rows per
+    generation batch in `micro_batches` micro-batches; TRL's defaults otherwise."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=output_dir,
+        per_device_train_batch_size=rows // micro_batches,
+        gradient_accumulation_steps=micro_batches,  # one generation batch of `rows` rows per step
+        num_generations=group,
+        max_completion_length=new_tokens,
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,
+        loss_type="grpo",
+        beta=0.0,
+        num_iterations=1,
+        gradient_checkpointing=False,
+        bf16=False,
+        learning_rate=lr,
+        lr_scheduler_type="constant",
+        max_steps=steps,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        seed=seed,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gguf", required=True)
@@ -72,22 +126,10 @@ def main():
     import datasets
     import transformers
     import trl
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
 
-    folder, name = os.path.split(os.path.abspath(args.gguf))
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    # transformers dequantises the GGUF to float32 parameters but marks the model quantized,
-    # which the Trainer refuses to fine-tune: clear the mark (the weights are plain float32).
-    assert all(p.dtype == torch.float32 and p.requires_grad for p in model.parameters())
-    if getattr(model, "hf_quantizer", None) is not None:
-        model.hf_quantizer = None
-    model.is_quantized = False
-    if getattr(model.config, "quantization_config", None) is not None:
-        del model.config.quantization_config
+    model, tok = load_gguf(args.gguf)
 
     rows = []
     with open(args.data) as f:
@@ -120,30 +162,15 @@ def main():
     batch = args.prompts * args.group
     if args.micro_batches < 1 or batch % args.micro_batches != 0:
         sys.exit(f"--micro-batches {args.micro_batches} must divide the {batch} rows of a step")
-    cfg = GRPOConfig(
+    cfg = cpu_grpo_config(
         output_dir=tempfile.mkdtemp(prefix="trl-step-"),
-        per_device_train_batch_size=batch // args.micro_batches,
-        gradient_accumulation_steps=args.micro_batches,  # one generation batch of `batch` rows per step
-        num_generations=args.group,
-        max_completion_length=args.new_tokens,
-        temperature=1.0,
-        top_p=1.0,
-        top_k=0,
-        loss_type="grpo",
-        beta=0.0,
-        num_iterations=1,
-        gradient_checkpointing=False,
-        bf16=False,  # TRL defaults to bf16 autocast: emulated, ~8x slower on a CPU without bf16 units
-        learning_rate=args.lr,
-        lr_scheduler_type="constant",
-        max_steps=args.warmup + args.steps,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
+        rows=batch,
+        group=args.group,
+        new_tokens=args.new_tokens,
+        lr=args.lr,
+        steps=args.warmup + args.steps,
         seed=args.seed,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
+        micro_batches=args.micro_batches,
     )
 
     class Timer(TrainerCallback):
