@@ -113,7 +113,7 @@ pub(crate) fn flag_value<'a>(args: &'a [String], name: &str) -> Option<&'a str> 
 }
 
 /// `args` without `name` and its value.
-fn without_flag(args: &[String], name: &str) -> Vec<String> {
+pub(crate) fn without_flag(args: &[String], name: &str) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
     let mut skip = false;
     for a in args {

@@ -11,6 +11,12 @@
 //! 0.9.0 (the hash-pinned venv `cargo xtask bench math` uses) scores the same completions as a
 //! second reward function of weight 0, so the reward functions' seconds compare on the same
 //! TRL steps. The summary is written to `<target>/bench/trl_mentor.json`.
+//!
+//! Then the multi-process check: the same script with `--processes 2` (two CPU processes under
+//! `torch.distributed.run`, gloo, the threads split between them), where only the first
+//! process's mentor hints. It fails unless every process made the same hinted generate calls
+//! (the lockstep vLLM's gather and ZeRO-3 need) and the logged mentor counts are the sums over
+//! the processes; its summary is `<target>/bench/trl_mentor_ddp.json`. `--processes 1` skips it.
 
 use std::process::Command;
 
@@ -54,24 +60,39 @@ pub fn run_trl(dir: &AssetDir, extra: &[String]) -> Result<()> {
     let threads = crate::bench_policy::flag_value(extra, "--threads").unwrap_or("2").to_string();
     let threads_n: usize = threads.parse().context("--threads: expected a number")?;
     eprintln!("==> trl: MentorGRPOTrainer vs mentor=None (SmolLM2-135M, GSM8K train, {threads} threads)");
-    let mut cmd = Command::new(&py);
-    cmd.arg(repo_root().join("crates/mentor-python/bench/trl_mentor.py"))
-        .arg("--gguf")
-        .arg(dir.smollm2_gguf())
-        .arg("--data")
-        .arg(&train)
-        .arg("--out")
-        .arg(out.join("trl_mentor.json"))
-        .arg("--math-verify-site")
-        .arg(&mv_site)
-        .env("PYTHONPATH", &site);
-    if crate::bench_policy::flag_value(extra, "--threads").is_none() {
-        cmd.args(["--threads", &threads]);
-    }
-    cmd.args(extra);
-    set_threads(&mut cmd, threads_n);
+    let processes: usize = crate::bench_policy::flag_value(extra, "--processes")
+        .unwrap_or("2")
+        .parse()
+        .context("--processes: expected a number")?;
+    let script = |out_file: &str| {
+        let mut cmd = Command::new(&py);
+        cmd.arg(repo_root().join("crates/mentor-python/bench/trl_mentor.py"))
+            .arg("--gguf")
+            .arg(dir.smollm2_gguf())
+            .arg("--data")
+            .arg(&train)
+            .arg("--out")
+            .arg(out.join(out_file))
+            .env("PYTHONPATH", &site);
+        if crate::bench_policy::flag_value(extra, "--threads").is_none() {
+            cmd.args(["--threads", &threads]);
+        }
+        // `--processes` is this command's: the first run is one process.
+        cmd.args(crate::bench_policy::without_flag(extra, "--processes"));
+        set_threads(&mut cmd, threads_n);
+        cmd
+    };
+    let mut cmd = script("trl_mentor.json");
+    cmd.arg("--math-verify-site").arg(&mv_site);
     run(&mut cmd, "the TRL integration run")?;
     eprintln!("==> trl: summary in {}", out.join("trl_mentor.json").display());
+    if processes > 1 {
+        eprintln!("==> trl: the multi-process check ({processes} CPU processes, gloo; only the first one's mentor hints)");
+        let mut cmd = script("trl_mentor_ddp.json");
+        cmd.args(["--processes", &processes.to_string(), "--also-credits", ""]);
+        run(&mut cmd, "the multi-process TRL run")?;
+        eprintln!("==> trl: summary in {}", out.join("trl_mentor_ddp.json").display());
+    }
     Ok(())
 }
 

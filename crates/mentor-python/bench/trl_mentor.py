@@ -20,12 +20,18 @@ With `--math-verify-site DIR` (the site-packages of the hash-pinned Math-Verify 
 functions see the same completions in the same TRL steps, and the summary gives each one's
 seconds and how often they agree.
 
+With `--processes N` (N > 1) it relaunches itself under `torch.distributed.run` instead: N CPU
+processes (gloo), the mentor arm only, where the mentor of every process but the first declines
+to hint. It checks that every process made the same hinted generate calls (the lockstep that
+vLLM's gather and ZeRO-3 need; the idle processes padded), that training finished, and that
+the logged mentor counts are the sums over the processes.
+
 Prints one JSON object per arm (`"what": "arm"`), then the side-by-side table, then
 `"what": "summary"`.
 
 Run: python trl_mentor.py --gguf PATH --data train.jsonl --threads N
      [--prompts 2 --group 4 --new-tokens 48 --steps 2 --seed 0 --credit prefix --out FILE]
-     [--math-verify-site DIR]
+     [--math-verify-site DIR] [--processes N]
 """
 
 import argparse
@@ -194,6 +200,124 @@ def run_arm(args, arm, rows):
     }
 
 
+class Counting:
+    """A mentor that counts the hints it gives; declines every time when `decline`."""
+
+    def __init__(self, inner, decline):
+        self.inner = inner
+        self.decline = decline
+        self.asked = 0
+        self.hints = 0
+
+    def intervene(self, *args, **kwargs):
+        self.asked += 1
+        if self.decline:
+            return None
+        out = self.inner.intervene(*args, **kwargs)
+        if out is not None and out.get("hint") is not None:
+            self.hints += 1
+        return out
+
+
+def run_ddp(args, rows):
+    """One process of the `--processes` check (under torch.distributed.run)."""
+    import datasets
+    import torch
+    from accelerate.utils import gather_object
+    from transformers import TrainerCallback
+    import mentor_rl
+    from mentor_rl.trl import Intervention, MentorGRPOTrainer, math_reward
+
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    torch.manual_seed(args.seed)
+    model, tok = load_gguf(args.gguf)
+    cfg = cpu_grpo_config(
+        output_dir=tempfile.mkdtemp(prefix=f"trl-mentor-ddp{rank}-"),
+        rows=args.prompts * args.group,
+        group=args.group,
+        new_tokens=args.new_tokens,
+        lr=args.lr,
+        steps=args.steps,
+        seed=args.seed,
+    )
+    cfg.shuffle_dataset = False
+    logs, step_seconds = [], []
+
+    class Recorder(TrainerCallback):
+        def on_step_begin(self, a, state, control, **kw):
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, a, state, control, **kw):
+            step_seconds.append(time.perf_counter() - self.t0)
+
+        def on_log(self, a, state, control, logs=None, **kw):
+            if logs and "loss" in logs:
+                logs_list.append(dict(logs))
+
+    logs_list = logs
+    mentor = Counting(mentor_rl.Mentor("rules"), decline=rank != 0)
+    trainer = MentorGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[math_reward],
+        args=cfg,
+        train_dataset=datasets.Dataset.from_list(rows),
+        mentor=mentor,
+        intervention=Intervention(credit=args.credit, start_level=args.start_level),
+        callbacks=[Recorder()],
+    )
+    t0 = time.perf_counter()
+    trainer.train()
+    wall = time.perf_counter() - t0
+    mine = {"rank": rank, "hinted_calls": list(trainer._mentor_hinted_calls), "asked": mentor.asked,
+            "hints": mentor.hints, "step_seconds": step_seconds}
+    everyone = gather_object([mine])
+    if rank != 0:
+        return 0
+
+    def total(key):
+        return sum(float(l.get(key, 0.0) or 0.0) for l in logs)
+
+    calls = [p["hinted_calls"] for p in everyone]
+    hints = sum(p["hints"] for p in everyone)
+    failures = []
+    if len(logs) != args.steps:
+        failures.append(f"{len(logs)} logged steps of {args.steps}")
+    if any(c != calls[0] for c in calls):
+        failures.append(f"the processes made different hinted generate calls: {calls}")
+    if hints < 1:
+        failures.append("the first process gave no hint: nothing to check (pick harder problems)")
+    elif not calls[-1]:
+        failures.append("the declining process made no hinted call: it did not keep in step")
+    if total("mentor/hinted_rows") != hints * args.group:
+        failures.append(f"logged hinted rows {total('mentor/hinted_rows'):.0f} != {hints} hints x {args.group}")
+    if total("mentor/interventions") < sum(1 for p in everyone if p["asked"]):
+        failures.append("logged interventions are not summed over the processes")
+    summary = {
+        "what": "ddp",
+        "ok": not failures,
+        "failures": failures,
+        "processes": world,
+        "threads_per_process": torch.get_num_threads(),
+        "processes_detail": everyone,
+        "logged": {k: total(f"mentor/{k}") for k in ("interventions", "rescued", "hinted_rows", "guard_rejections")},
+        "zrf": [float(l.get("mentor/zrf", float("nan"))) for l in logs],
+        "wall_seconds": wall,
+    }
+    print("| %d processes (gloo), first hints, others decline | steps %d, hints %d, logged interventions %d, "
+          "hinted rows %d, hinted calls per process %s, step seconds %s |"
+          % (world, len(logs), hints, summary["logged"]["interventions"], summary["logged"]["hinted_rows"],
+             calls, ", ".join("%.1f" % s for s in step_seconds)), flush=True)
+    if args.out:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(summary, f, indent=1)
+        os.replace(tmp, args.out)
+    emit(summary)
+    return 0 if not failures else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gguf", required=True)
@@ -211,18 +335,27 @@ def main():
                     help="credit modes also run for one short step each (comma-separated; empty: none)")
     ap.add_argument("--out", help="also write the summary JSON here")
     ap.add_argument("--math-verify-site", help="site-packages of the Math-Verify venv: also time it as a reward")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="> 1: the multi-process check instead (that many CPU processes, threads split among them)")
     args = ap.parse_args()
+    if args.processes > 1 and "LOCAL_RANK" not in os.environ:
+        import subprocess
+
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={args.processes}",
+               os.path.abspath(__file__)] + sys.argv[1:]
+        return subprocess.call(cmd)
 
     import torch
 
-    torch.set_num_threads(args.threads)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    torch.set_num_threads(max(1, args.threads // world))
     import transformers
     import trl
 
     rows = []
     with open(args.data) as f:
         for i, line in enumerate(f):
-            if len(rows) >= args.prompts * args.steps:
+            if len(rows) >= args.prompts * args.steps * world:
                 break
             if line.strip():
                 r = json.loads(line)
@@ -231,6 +364,8 @@ def main():
                     "answer": r["answer"],
                     "id": r.get("id", f"gsm8k/train/{i}"),
                 })
+    if world > 1:
+        return run_ddp(args, rows)
     arms = [run_arm(args, arm, rows) for arm in ("vanilla", "mentor")]
     for a in arms:
         emit(a)

@@ -27,6 +27,14 @@ Credit modes against the Rust trainer:
   forward pass over the batch, only in steps that have such rows).
 - ``stripped``: the original prompt, no ratio.
 
+With several processes (DDP, DeepSpeed, FSDP; vLLM in server or colocate mode) each process
+intervenes on its own groups, but every collective step runs in lockstep: each hinted round
+samples the same number of rows on every process (a process with fewer hints pads with copies
+of its first prompt and drops their outputs), so vLLM's gather-and-slice and ZeRO-3's
+parameter gathering see equal calls; the extra behaviour-log-prob pass runs on every process
+when any needs it; and the mentor metrics are summed (counts) or averaged (rates) over the
+processes before they are logged.
+
 Differences from the Rust trainer, where TRL's batch cannot express it: the hinted group has
 ``num_generations`` attempts (TRL's groups have a fixed size); ``augment`` is not offered (the
 batch size is fixed); there is no per-task hint memory yet; rewards are scored once inside the
@@ -43,6 +51,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
+from accelerate.utils import gather_object
 from trl import GRPOTrainer
 from trl.data_utils import is_conversational
 from trl.trainer.utils import pad
@@ -108,6 +117,9 @@ class MentorGRPOTrainer(GRPOTrainer):
         self._mentor_inputs: Optional[List[Dict[str, Any]]] = None
         self._mentor_plan: Optional[List[Dict[str, Any]]] = None
         self._mentor_last_rewards: Optional[torch.Tensor] = None
+        # Rows of each hinted generate call on this process (padding included): the same list
+        # on every process, or collective generation would hang (checked by `cargo xtask trl`).
+        self._mentor_hinted_calls: List[int] = []
         super().__init__(*args, rollout_func=self._mentor_rollout, **kwargs)
         for func in self.reward_funcs:
             if isinstance(func, nn.Module):
@@ -134,11 +146,19 @@ class MentorGRPOTrainer(GRPOTrainer):
         self._mentor_last_rewards = None
         try:
             out = super()._generate_and_score_completions(inputs)
-            if self._mentor_plan is not None:
-                self._apply_credit(out, self._mentor_plan)
             if self.model.training:
+                plan = self._mentor_plan
+                # The behaviour pass is a forward of the model: a collective under ZeRO-3/FSDP,
+                # so every process runs it when any process needs it.
+                need_old = self._any(plan is not None and any(p["old_logps"] is not None for p in plan))
+                if plan is not None or need_old:
+                    self._apply_credit(out, plan or [], need_old)
+                if need_old:
+                    (behaviour,) = self._sum([float(sum(1 for p in plan or [] if p["old_logps"] is not None))])
+                    self._metrics["train"]["mentor/behaviour_rows"].append(behaviour)
                 adv = out["advantages"].reshape(out["advantages"].size(0), -1)
-                self._metrics["train"]["mentor/nonzero_advantage_rows"].append(float((adv != 0).any(dim=1).sum().item()))
+                (nonzero,) = self._sum([float((adv != 0).any(dim=1).sum().item())])
+                self._metrics["train"]["mentor/nonzero_advantage_rows"].append(nonzero)
             return out
         finally:
             self._mentor_inputs = None
@@ -165,9 +185,6 @@ class MentorGRPOTrainer(GRPOTrainer):
         rewards, verdicts = self._score(inputs, prompts, texts, completion_ids)
         groups = len(prompts) // g
         report = self._collapse.observe([min(max(r, 0.0), 1.0) for r in rewards], g)
-        metrics = self._metrics["train"]
-        metrics["mentor/zrf"].append(report["zrf"])
-        metrics["mentor/collapse_event"].append(float(report["event_active"]))
 
         plan: List[Dict[str, Any]] = [{"baseline": None, "old_logps": None, "hinted": False} for _ in prompts]
         rows = {
@@ -192,7 +209,7 @@ class MentorGRPOTrainer(GRPOTrainer):
         ]
         counts["interventions"] = len(opened)
         pending = list(opened)
-        while pending:
+        while True:
             asked: List[Tuple[_Open, Dict[str, Any]]] = []
             for o in pending:
                 result = self.mentor.intervene(o.task, o.attempts, o.verdicts, level=o.level, previous_hints=o.hints)
@@ -203,9 +220,11 @@ class MentorGRPOTrainer(GRPOTrainer):
                     continue
                 o.hints.append(hint)
                 asked.append((o, hint))
-            if not asked:
+            # Every process runs as many hinted rounds, of as many rows, as the busiest one.
+            width = self._max(len(asked))
+            if width == 0:
                 break
-            self._hinted_round(asked, inputs, prompts, g)
+            self._hinted_round(asked, inputs, prompts, g, width)
             pending = []
             for o, hint in asked:
                 counts[f"level_{hint['level']}"] = counts.get(f"level_{hint['level']}", 0) + 1
@@ -221,20 +240,30 @@ class MentorGRPOTrainer(GRPOTrainer):
                 continue
             counts["rescued"] += int(o.rescued)
             hinted_rewards.extend(self._assemble(o, rows, plan, rewards, g))
-        metrics["mentor/interventions"].append(float(counts["interventions"]))
-        metrics["mentor/rescued"].append(float(counts["rescued"]))
-        metrics["mentor/guard_rejections"].append(float(counts["guard_rejections"]))
-        for level in (1, 2, 3):
-            metrics[f"mentor/level_{level}"].append(float(counts.get(f"level_{level}", 0)))
-        metrics["mentor/hinted_rows"].append(float(len(hinted_rewards)))
-        if hinted_rewards:
-            metrics["mentor/hinted_reward"].append(sum(hinted_rewards) / len(hinted_rewards))
-        metrics["mentor/seconds"].append(time.perf_counter() - t0)
+        # Counts are summed over the processes, rates averaged, the event is any process's.
+        names = ["interventions", "rescued", "guard_rejections", "level_1", "level_2", "level_3"]
+        local = [float(counts.get(k, 0)) for k in names]
+        local += [float(len(hinted_rewards)), float(sum(hinted_rewards)), report["zrf"], float(report["event_active"])]
+        local += [time.perf_counter() - t0, 1.0]
+        total = self._sum(local)
+        processes = total[-1]
+        metrics = self._metrics["train"]
+        for k, v in zip(names, total):
+            metrics[f"mentor/{k}"].append(v)
+        hinted_rows, hinted_sum, zrf_sum, events, seconds = total[len(names) : len(names) + 5]
+        metrics["mentor/hinted_rows"].append(hinted_rows)
+        if hinted_rows > 0:
+            metrics["mentor/hinted_reward"].append(hinted_sum / hinted_rows)
+        metrics["mentor/zrf"].append(zrf_sum / processes)
+        metrics["mentor/collapse_event"].append(float(events > 0))
+        metrics["mentor/seconds"].append(seconds / processes)
         self._mentor_plan = plan if any(p["hinted"] for p in plan) else None
         return rows
 
-    def _hinted_round(self, asked: List[Tuple[_Open, Dict[str, Any]]], inputs, prompts, g: int) -> None:
-        """Samples and scores ``g`` hinted attempts for every hint of one round, in one call."""
+    def _hinted_round(self, asked: List[Tuple[_Open, Dict[str, Any]]], inputs, prompts, g: int, width: int) -> None:
+        """Samples and scores ``g`` hinted attempts for every hint of one round, in one call of
+        ``width`` groups (this process's hints, then copies of its first prompt whose outputs
+        are dropped, so that every process makes the same call)."""
         cfg = self.intervention
         gen_prompts: List[Any] = []
         forced: List[List[int]] = []
@@ -245,21 +274,30 @@ class MentorGRPOTrainer(GRPOTrainer):
             for _ in range(g):
                 gen_prompts.append(hinted_prompt)
                 forced.append(list(prefix_ids))
+        real = len(gen_prompts)
+        gen_prompts += [prompts[0]] * ((width - len(asked)) * g)
+        forced += [[] for _ in range(len(gen_prompts) - real)]
         gen_ids = self._prompt_ids(gen_prompts)
         gen_ids = [p + f for p, f in zip(gen_ids, forced)]
+        self._mentor_hinted_calls.append(len(gen_ids))
         sampled, logprobs = self._generate_single_turn(gen_ids, None, {}, g)
         sampled = [list(map(int, c)) for c in sampled]
+        behaviour = None
+        if cfg.credit == "stripped_is":  # a forward pass without vLLM: on the padded rows too
+            behaviour = (
+                [list(lp) for lp in logprobs] if logprobs is not None else self._logps(gen_ids, sampled)
+            )
+        gen_ids, forced, sampled = gen_ids[:real], forced[:real], sampled[:real]
+        logprobs = logprobs[:real] if logprobs is not None else None
+        behaviour = behaviour[:real] if behaviour is not None else None
+        if not asked:
+            return
         # What the rows' completions will be: forced steps + sampled tokens under `prefix`.
         completions = [f + c for f, c in zip(forced, sampled)]
         row_inputs = [inputs[o.group * g] for o, _ in asked for _ in range(g)]
         row_prompts = [prompts[o.group * g] for o, _ in asked for _ in range(g)]
         texts = self._decode(completions)
         rewards, _ = self._score(row_inputs, row_prompts, texts, completions)
-        behaviour = None
-        if cfg.credit == "stripped_is":
-            behaviour = (
-                [list(lp) for lp in logprobs] if logprobs is not None else self._logps(gen_ids, sampled)
-            )
         orig_ids = self._prompt_ids(row_prompts)
         for j, (o, _) in enumerate(asked):
             sl = slice(j * g, (j + 1) * g)
@@ -311,9 +349,10 @@ class MentorGRPOTrainer(GRPOTrainer):
             out.append(hinted["rewards"][h])
         return out
 
-    def _apply_credit(self, out: Dict[str, Any], plan: List[Dict[str, Any]]) -> None:
+    def _apply_credit(self, out: Dict[str, Any], plan: List[Dict[str, Any]], need_old: bool) -> None:
         """``prefix``: advantage ``r - baseline``; ``stripped_is``: the hinted context's
-        log-probs as the behaviour log-probs."""
+        log-probs as the behaviour log-probs (``need_old``: some process has such rows, so
+        every process makes sure ``old_per_token_logps`` exists)."""
         advantages = out["advantages"]
         if any(p["baseline"] is not None for p in plan):
             if self._mentor_last_rewards is None:
@@ -327,7 +366,7 @@ class MentorGRPOTrainer(GRPOTrainer):
             for i, p in enumerate(plan):
                 if p["baseline"] is not None:
                     advantages[i] = total[i] - p["baseline"]
-        if any(p["old_logps"] is not None for p in plan):
+        if need_old:
             old = out.get("old_per_token_logps")
             completion_ids = out["completion_ids"]
             if old is None:
@@ -338,15 +377,28 @@ class MentorGRPOTrainer(GRPOTrainer):
                         self.model, input_ids, mask, completion_ids.size(1), batch_size=self.args.per_device_train_batch_size
                     )
             old = old.clone()
-            self._metrics["train"]["mentor/behaviour_rows"].append(
-                float(sum(1 for p in plan if p["old_logps"] is not None))
-            )
             for i, p in enumerate(plan):
                 lp = p["old_logps"]
                 if lp is not None:
                     n = min(len(lp), old.size(1))
                     old[i, :n] = torch.tensor(lp[:n], dtype=old.dtype, device=old.device)
             out["old_per_token_logps"] = old
+
+    # ---- across processes (each a collective: every process calls it, in the same order) --
+
+    def _max(self, n: int) -> int:
+        if self.accelerator.num_processes == 1:
+            return n
+        return int(max(gather_object([int(n)])))
+
+    def _any(self, flag: bool) -> bool:
+        return self._max(int(flag)) > 0
+
+    def _sum(self, values: List[float]) -> List[float]:
+        if self.accelerator.num_processes == 1:
+            return list(values)
+        rows = gather_object([list(values)])
+        return [float(sum(col)) for col in zip(*rows)]
 
     # ---- helpers -------------------------------------------------------------------------
 
