@@ -34,9 +34,32 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// How a subcommand uses memory: what a binary that tunes its allocator needs to know
+/// ([`main_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryUse {
+    /// The same large buffers freed and allocated again at a high rate (training steps,
+    /// evaluation, the demo, one-shot commands): keeping freed memory mapped is faster.
+    Repeating,
+    /// Long runs of differently shaped work (`rescue`: hundreds of generate calls of varying
+    /// batch and length; `serve`: a long-lived process): freed memory should go back to the
+    /// OS, or the process keeps growing.
+    Varying,
+}
+
 /// Entry point of the `mentor` binary: parses arguments, runs the subcommand, reports errors.
 pub fn main() -> ExitCode {
+    main_with(|_| {})
+}
+
+/// [`main`], calling `tune` with the subcommand's [`MemoryUse`] after the arguments are parsed
+/// and before anything else runs (the `mentor` binary sets mimalloc's purge delay there).
+pub fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
     let cli = cli::Cli::parse();
+    tune(match cli.command {
+        cli::Command::Rescue(_) | cli::Command::Serve(_) => MemoryUse::Varying,
+        _ => MemoryUse::Repeating,
+    });
     if let Err(e) = init_logging(cli.log_level.as_deref()) {
         eprintln!("error: --log-level: {e}");
         return ExitCode::FAILURE;

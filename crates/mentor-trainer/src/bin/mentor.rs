@@ -6,6 +6,12 @@
 // measured on 60 demo pretraining steps, 14.2–14.8 s with the default purge delay against
 // 13.5–13.9 s without purging (system time 1.3–1.9 s → 0.6–0.9 s), peak RSS unchanged; on a
 // batch-32 SmolLM2 prefill 8.8 → 6.0 CPU s (docs/PERFORMANCE.md, mentor-policy).
+//
+// Not for `rescue` and `serve` ([`mentor_trainer::MemoryUse::Varying`]): hundreds of generate
+// calls of varying shapes left never-purged memory behind. `mentor rescue` on 12 GSM8K problems
+// (2026-12-02, one run each): 308 s and 12.9 GB peak RSS without purging, 355 s and 9.6 GB
+// with mimalloc's default 10 ms delay, the same table; with 100 problems the never-purging
+// process grew to 24.4 GB and was killed. They keep mimalloc's default.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -14,10 +20,18 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> std::process::ExitCode {
-    // SAFETY: sets a process-wide integer option (no pointers); -1 = never purge freed memory.
-    #[allow(unsafe_code)]
-    unsafe {
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
-    };
-    mentor_trainer::main()
+    mentor_trainer::main_with(|memory| {
+        // A purge delay the user set (`MIMALLOC_PURGE_DELAY`, in ms, read by mimalloc itself) wins.
+        if memory == mentor_trainer::MemoryUse::Repeating
+            && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none()
+        {
+            // SAFETY: sets a process-wide integer option (no pointers); -1 = never purge freed
+            // memory. mimalloc reads the option where it schedules a purge, so setting it after
+            // the first allocations (argument parsing) takes effect for all that follows.
+            #[allow(unsafe_code)]
+            unsafe {
+                libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
+            };
+        }
+    })
 }
