@@ -14,13 +14,7 @@ use std::path::PathBuf;
 
 /// The shared benchmark data beside the repository (present in CI), or `$MENTOR_DATASETS`.
 pub fn data_dir() -> PathBuf {
-    mentor_core::assets::locate_datasets(
-        |k| std::env::var(k).ok(),
-        &std::path::PathBuf::from(
-            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
-        ),
-    )
-    .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
+    mentor_core::datasets_dir!()
 }
 
 /// The built `mentor` binary, found beside this test executable (`target/<profile>/`).

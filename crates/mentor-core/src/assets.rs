@@ -55,6 +55,28 @@ pub fn locate_datasets(env: impl Fn(&str) -> Option<String>, start: &Path) -> Op
     })
 }
 
+/// The benchmark datasets' directory for a test, bench or example of the calling crate:
+/// [`locate_datasets`] with the process environment, starting from the calling crate's
+/// manifest directory (`$CARGO_MANIFEST_DIR` at run time, else at build time). Panics with
+/// what to do when the data is not found, so it is for test code, not for libraries (which
+/// take the directory from their caller).
+///
+/// ```no_run
+/// let gsm8k = mentor_core::datasets_dir!().join("gsm8k/test.jsonl");
+/// ```
+#[macro_export]
+macro_rules! datasets_dir {
+    () => {
+        $crate::assets::locate_datasets(
+            |k| ::std::env::var(k).ok(),
+            &::std::env::var_os("CARGO_MANIFEST_DIR")
+                .map(::std::path::PathBuf::from)
+                .unwrap_or_else(|| ::std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
+        )
+        .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
+    };
+}
+
 /// The asset directory and the paths of the assets in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssetDir {

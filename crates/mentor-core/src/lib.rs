@@ -31,6 +31,7 @@ pub mod fs;
 mod input_lines;
 mod mentor;
 pub mod number_words;
+pub mod numbers;
 mod task;
 mod verdict;
 mod verifier;

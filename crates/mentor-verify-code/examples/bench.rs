@@ -250,12 +250,7 @@ fn main() -> BoxResult<()> {
         .output()?;
     eprintln!("native side: {python} (Python {})", String::from_utf8_lossy(&version.stdout).trim());
     let assets = AssetDir::resolve(|k| std::env::var(k).ok()).ok_or("set HOME or MENTOR_HOME")?;
-    let data = std::env::var_os("MENTOR_DATASETS").map(std::path::PathBuf::from).unwrap_or_else(|| {
-        std::path::PathBuf::from(
-            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
-        )
-        .join("../../../shared/datasets")
-    });
+    let data = mentor_core::datasets_dir!();
     let tasks = mentor_core::datasets::load_humaneval(&data.join("humaneval/HumanEval.jsonl"))?;
     let progs = programs(&tasks);
     let n = progs.len() * rounds;

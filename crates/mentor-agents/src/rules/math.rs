@@ -2,6 +2,7 @@
 //! reference solution's steps to find the first step the group got wrong, check written
 //! computations for slips, and read the verifier's feedback (no answer, sign, percentage).
 
+use mentor_core::numbers::format_number;
 use mentor_core::{Attempt, Diagnosis, Evidence, FailureCategory, Feedback, MathOutcome, MathRelation, Task};
 
 use super::numbers::{arithmetic_slips, numbers, same};
@@ -146,7 +147,7 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
                 evidence.push(Evidence {
                     attempt: Some(i),
                     quote: s.quote,
-                    note: format!("the left side equals {}", fmt_num(s.correct)),
+                    note: format!("the left side equals {}", format_number(s.correct)),
                 });
             }
         }
@@ -205,7 +206,7 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
             format!(
                 "the attempts go wrong at step {} of the solution: they never establish {}",
                 k + 1,
-                fmt_num(analysis.steps[k].result.unwrap_or(0.0))
+                format_number(analysis.steps[k].result.unwrap_or(0.0))
             ),
         )
     } else {
@@ -252,14 +253,6 @@ fn divergent_line(attempts: &[Attempt], task: &Task) -> Option<(usize, String)> 
             novel.then(|| (i, line.trim().chars().take(200).collect()))
         })
     })
-}
-
-pub(crate) fn fmt_num(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
-    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::{fields, jsonl_records, Loc};
+use crate::numbers::format_number;
 use crate::{DatasetError, MathPayload, Message, Payload, Task, TaskMeta};
 
 /// Loads AIME 2024. `answer` is a string of digits that may have leading zeros (`"025"`); the
@@ -49,23 +50,4 @@ pub fn load_amc(path: &Path) -> Result<Vec<Task>, DatasetError> {
             })
         })
         .collect()
-}
-
-fn format_number(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn numbers_format_like_answers() {
-        assert_eq!(super::format_number(27.0), "27");
-        assert_eq!(super::format_number(-1.0), "-1");
-        assert_eq!(super::format_number(0.5), "0.5");
-        assert_eq!(super::format_number(1e20), "100000000000000000000");
-    }
 }

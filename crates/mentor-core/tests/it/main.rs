@@ -10,13 +10,7 @@ use mentor_core::datasets::{load_gsm8k, load_mbpp, Dataset, MbppSplit};
 use mentor_core::{CodeHarness, Payload};
 
 fn data_dir() -> PathBuf {
-    mentor_core::assets::locate_datasets(
-        |k| std::env::var(k).ok(),
-        &std::path::PathBuf::from(
-            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
-        ),
-    )
-    .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
+    mentor_core::datasets_dir!()
 }
 
 #[test]

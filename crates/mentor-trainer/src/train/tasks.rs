@@ -235,12 +235,9 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    /// The benchmark data ([`mentor_core::assets::locate_datasets`] from this crate).
+    /// The benchmark data ([`mentor_core::datasets_dir`] from this crate).
     fn data_dir() -> String {
-        mentor_core::assets::locate_datasets(|k| std::env::var(k).ok(), Path::new(env!("CARGO_MANIFEST_DIR")))
-            .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
-            .display()
-            .to_string()
+        mentor_core::datasets_dir!().display().to_string()
     }
 
     fn config(preset: &str, sets: &[&str]) -> Result<TrainConfig> {

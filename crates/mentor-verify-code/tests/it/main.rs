@@ -57,13 +57,7 @@ pub fn short_verifier() -> CodeVerifier<'static> {
 
 /// Where the benchmark datasets are.
 pub fn datasets_dir() -> PathBuf {
-    mentor_core::assets::locate_datasets(
-        |k| std::env::var(k).ok(),
-        &std::path::PathBuf::from(
-            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
-        ),
-    )
-    .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
+    mentor_core::datasets_dir!()
 }
 
 /// The code feedback of a verdict.

@@ -13,13 +13,7 @@ use mentor_core::{Task, Verifier};
 use mentor_verify_math::MathVerifier;
 
 fn data_dir() -> PathBuf {
-    mentor_core::assets::locate_datasets(
-        |k| std::env::var(k).ok(),
-        &std::path::PathBuf::from(
-            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
-        ),
-    )
-    .expect("benchmark data not found: set MENTOR_DATASETS or run `cargo xtask datasets`")
+    mentor_core::datasets_dir!()
 }
 
 fn load(set: Dataset) -> Vec<Task> {
