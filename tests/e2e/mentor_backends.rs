@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use mentor_agents::llm::ChatModel;
 use mentor_agents::llm::{self, first_json_object, LlmClient, LlmConfig};
-use mentor_agents::local::{self, LocalConfig, PolicyChat};
 use mentor_agents::{AgentMentor, Guard, GuardConfig, Prompts};
 use mentor_core::assets::AssetDir;
 use mentor_core::datasets::Dataset;
@@ -20,6 +19,7 @@ use mentor_core::{
     MentorRequest, Task,
 };
 use mentor_policy::{LoadOptions, ModelSource, Policy};
+use mentor_trainer::local_mentor::{self as local, LocalConfig, PolicyChat};
 use serde_json::{json, Value};
 
 use crate::{data_dir, mentor};
@@ -87,7 +87,7 @@ impl<M: ChatModel> Recording<M> {
 }
 
 impl<M: ChatModel> ChatModel for Recording<M> {
-    fn chat(&self, messages: &[(&str, &str)]) -> mentor_agents::Result<String> {
+    fn chat(&self, messages: &[mentor_core::Message]) -> mentor_agents::Result<String> {
         let reply = self.inner.chat(messages)?;
         self.replies.lock().unwrap().push(reply.clone());
         Ok(reply)
@@ -271,7 +271,7 @@ fn local_backend_with_smollm2_in_process() {
     // The adapter speaks through the chat template like the server: transformers' greedy text.
     let (want, _) = france();
     let chat = PolicyChat::new(policy.clone(), LocalConfig { temperature: 0.0, max_tokens: 12, seed: 0 });
-    assert_eq!(chat.chat(&[("user", "What is the capital of France?")]).unwrap(), want);
+    assert_eq!(chat.chat(&[mentor_core::Message::user("What is the capital of France?")]).unwrap(), want);
 
     let (task, attempts) = failed_gsm8k();
     let rules = intervene(&AgentMentor::rules(guard()), &task, &attempts);

@@ -13,7 +13,12 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("mentor-grpo", &["wasmtime", "mentor-policy"]),
     ("mentor-verify-math", &["candle-core", "wasmtime"]),
     ("mentor-verify-code", &["candle-core"]),
-    ("mentor-agents", &["wasmtime"]),
+    // The agents depend on no model and no sandbox: models come in through `ChatModel`
+    // (the trainer's `local_mentor` wires a policy), answers through `AnswerEquivalence`.
+    (
+        "mentor-agents",
+        &["wasmtime", "candle-core", "mentor-policy", "mentor-verify-code", "mentor-verify-math"],
+    ),
     ("xtask", &["candle-core", "wasmtime"]),
     // The Python wheel binds the library crates, never the trainer.
     ("mentor-python", &["mentor-trainer"]),
@@ -125,11 +130,11 @@ fn the_python_wheel_build_resolves_the_workspace_s_features() {
     // maturin builds `-p mentor-python` alone. Where a dependency's features differ from the
     // workspace build's, cargo builds a second copy of it and of everything above it (wasmtime,
     // candle: ~10 minutes on 2 cores). mentor-python's Cargo.toml names the crates that would
-    // differ; mentor-agents and ureq may (the trainer's `local` backend and TLS: small crates).
+    // differ; ureq may (TLS: a small crate).
     let alone = tree_features(&["-p", "mentor-python"]);
     let workspace = tree_features(&["--workspace"]);
     for (package, features) in &alone {
-        if package.starts_with("mentor-agents ") || package.starts_with("ureq ") {
+        if package.starts_with("ureq ") {
             continue;
         }
         if let Some(theirs) = workspace.get(package) {

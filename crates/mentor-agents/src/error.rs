@@ -38,8 +38,8 @@ pub enum Error {
     /// The LLM endpoint failed (after retries).
     #[error("llm backend: {0}")]
     Llm(String),
-    /// The in-process model of the `local` backend failed (no chat template, prompt too long,
-    /// a tensor error).
+    /// An in-process chat model failed (the trainer's `local` backend: no chat template, prompt
+    /// too long, a tensor error).
     #[error("local backend: {0}")]
     Local(String),
 }

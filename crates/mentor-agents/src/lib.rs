@@ -12,8 +12,9 @@
 //!
 //! [`AgentMentor`] composes them behind the [`mentor_core::Mentor`] trait. Backends: [`rules`]
 //! (default, offline, deterministic), [`llm`] (any OpenAI-compatible chat endpoint, falling
-//! back to `rules` on any failure) and `local` (feature `local`: the same role prompts answered
-//! by an in-process `mentor-policy` model, the learner itself included). The baselines the paper compares against implement the same
+//! back to `rules` on any failure), and through [`llm::ChatModel`] any other model that answers
+//! a conversation (the trainer's `local` backend: an in-process policy, the learner itself
+//! included). This crate depends on no model and no sandbox. The baselines the paper compares against implement the same
 //! trait: [`StaticHints`] (generic hints, no diagnosis) and [`Refinement`] (the failed answer
 //! and its feedback shown back).
 //!
@@ -29,8 +30,6 @@ mod baselines;
 mod error;
 mod guard;
 pub mod llm;
-#[cfg(feature = "local")]
-pub mod local;
 mod mentor;
 mod prompts;
 pub mod rules;

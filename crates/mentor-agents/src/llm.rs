@@ -7,15 +7,17 @@
 //! falls back to the `rules` agent with the reason logged (`tracing::warn`) and counted; the
 //! mentor never fails because the LLM did.
 //!
-//! The agents are generic over [`ChatModel`] (messages in, reply text out), so the `local`
-//! backend (an in-process `mentor-policy` model, feature `local`) shares the prompts, the
-//! parsing and the fallback logic with the HTTP client.
+//! The agents are generic over [`ChatModel`] (messages in, reply text out), so any model that
+//! answers a conversation (the trainer's `local` backend: an in-process `mentor-policy` model)
+//! shares the prompts, the parsing and the fallback logic with the HTTP client.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use mentor_core::{Attempt, Diagnosis, Evidence, FailureCategory, Hint, HintLevel, HintSource, Task};
+use mentor_core::{
+    Attempt, Diagnosis, Evidence, FailureCategory, Hint, HintLevel, HintSource, Message, Task,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -89,10 +91,10 @@ impl Drop for SlotGuard<'_> {
 }
 
 /// Something that answers a conversation: an HTTP endpoint ([`LlmClient`]) or an in-process
-/// model (`crate::local::PolicyChat`, feature `local`).
+/// model (the trainer's `local_mentor::PolicyChat`).
 pub trait ChatModel: Send + Sync {
-    /// Answers `messages` (role, content) with the assistant's reply text.
-    fn chat(&self, messages: &[(&str, &str)]) -> Result<String>;
+    /// Answers `messages` with the assistant's reply text.
+    fn chat(&self, messages: &[Message]) -> Result<String>;
 }
 
 /// A chat-completions client.
@@ -111,13 +113,13 @@ impl LlmClient {
         Self { config, agent, slots }
     }
 
-    /// Sends `messages` (role, content) and returns the assistant's reply text.
-    pub fn chat(&self, messages: &[(&str, &str)]) -> Result<String> {
+    /// Sends `messages` and returns the assistant's reply text.
+    pub fn chat(&self, messages: &[Message]) -> Result<String> {
         let _slot = self.slots.acquire();
         let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
         let body = serde_json::json!({
             "model": self.config.model,
-            "messages": messages.iter().map(|(r, c)| serde_json::json!({"role": r, "content": c})).collect::<Vec<_>>(),
+            "messages": messages,
             "temperature": self.config.temperature,
             "max_tokens": self.config.max_tokens,
         });
@@ -156,7 +158,7 @@ impl LlmClient {
 }
 
 impl ChatModel for LlmClient {
-    fn chat(&self, messages: &[(&str, &str)]) -> Result<String> {
+    fn chat(&self, messages: &[Message]) -> Result<String> {
         LlmClient::chat(self, messages)
     }
 }
@@ -252,7 +254,9 @@ impl<M: ChatModel + ?Sized> LlmDiagnoser<M> {
             "attempts": attempt_views(attempts),
         });
         let user = self.prompts.render("llm.diagnoser_user", &self.prompts.llm.diagnoser_user, &ctx)?;
-        let reply = self.client.chat(&[("system", &self.prompts.llm.diagnoser_system), ("user", &user)])?;
+        let reply = self
+            .client
+            .chat(&[Message::system(self.prompts.llm.diagnoser_system.as_str()), Message::user(user)])?;
         let v = first_json_object(&reply)
             .ok_or_else(|| Error::Llm(format!("no JSON object in reply: {}", snippet(&reply))))?;
         let category: FailureCategory = serde_json::from_value(v["category"].clone())
@@ -324,7 +328,9 @@ impl<M: ChatModel + ?Sized> LlmTutor<M> {
             "previous": previous.iter().map(|h| h.text.as_str()).collect::<Vec<_>>().join(" | "),
         });
         let user = self.prompts.render("llm.tutor_user", &self.prompts.llm.tutor_user, &ctx)?;
-        let reply = self.client.chat(&[("system", &self.prompts.llm.tutor_system), ("user", &user)])?;
+        let reply = self
+            .client
+            .chat(&[Message::system(self.prompts.llm.tutor_system.as_str()), Message::user(user)])?;
         let v = first_json_object(&reply)
             .ok_or_else(|| Error::Llm(format!("no JSON object in reply: {}", snippet(&reply))))?;
         let text = v["hint"]

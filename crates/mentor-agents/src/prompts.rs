@@ -135,11 +135,11 @@ impl Prompts {
     /// back to the domain's `unknown` entry. Returns `(name, template, level used)`.
     pub(crate) fn hint_template(
         &self,
-        domain: &str,
+        domain: Domain,
         category: FailureCategory,
         level: u8,
     ) -> Option<(String, &str, u8)> {
-        let cats = self.hints.get(domain)?;
+        let cats = self.hints.get(domain.as_str())?;
         let cat = category_key(category);
         let pick = |name: &str| {
             let levels = cats.get(name)?;
@@ -161,7 +161,7 @@ impl Prompts {
     /// The `unknown` category's hint for `domain` at `level` (or the highest level below it),
     /// rendered with no evidence: what a task family's hinted examples look like when it
     /// has a fixed hint text (the embedded curriculum does).
-    pub fn render_hint(&self, domain: &str, level: u8) -> Option<String> {
+    pub fn render_hint(&self, domain: Domain, level: u8) -> Option<String> {
         let (name, template, _) = self.hint_template(domain, FailureCategory::Unknown, level)?;
         self.render(&name, template, serde_json::json!({})).ok()
     }
@@ -190,13 +190,13 @@ mod tests {
     #[test]
     fn embedded_prompts_are_valid() {
         let p = Prompts::parse(HINTS, STATIC_HINTS, LLM).unwrap();
-        let (name, _, used) = p.hint_template("math", FailureCategory::ArithmeticSlip, 3).unwrap();
+        let (name, _, used) = p.hint_template(Domain::Math, FailureCategory::ArithmeticSlip, 3).unwrap();
         assert_eq!((name.as_str(), used), ("math.arithmetic_slip.3", 3));
         // resource_exhaustion defines levels 1-2 only: level 3 falls back to 2.
-        let (_, _, used) = p.hint_template("code", FailureCategory::ResourceExhaustion, 3).unwrap();
+        let (_, _, used) = p.hint_template(Domain::Code, FailureCategory::ResourceExhaustion, 3).unwrap();
         assert_eq!(used, 2);
         // A category without an entry falls back to `unknown`.
-        let (name, _, _) = p.hint_template("math", FailureCategory::Timeout, 1).unwrap();
+        let (name, _, _) = p.hint_template(Domain::Math, FailureCategory::Timeout, 1).unwrap();
         assert_eq!(name, "math.unknown.1");
     }
 

@@ -14,18 +14,18 @@
 //!   policy's differentiable log-probs for a set of rows.
 #![deny(missing_docs)]
 
-pub mod advantage;
-pub mod config;
-pub mod dynamic_sampling;
-pub mod error;
-pub mod loss;
-pub mod masking;
-pub mod metrics;
-pub mod optim;
-pub mod schedule;
-pub mod update;
+mod advantage;
+mod config;
+mod dynamic_sampling;
+mod error;
+mod loss;
+mod masking;
+mod metrics;
+mod optim;
+mod schedule;
+mod update;
 
-pub use advantage::{group_advantages, Advantages};
+pub use advantage::{group_advantages, Advantages, STD_EPSILON};
 pub use config::{GrpoConfig, ImportanceSamplingLevel, LossType, LrSchedulerType, ScaleRewards};
 pub use dynamic_sampling::{dynamic_sampling_filter, GroupFilter};
 pub use error::{Error, Result};

@@ -87,7 +87,7 @@ impl LossScale {
 }
 
 /// Number of completion tokens in a mask (its sum), as f64.
-pub fn mask_tokens(mask: &Tensor) -> Result<f64> {
+pub(crate) fn mask_tokens(mask: &Tensor) -> Result<f64> {
     Ok(mask.to_dtype(DType::F64)?.sum_all()?.to_scalar::<f64>()?)
 }
 

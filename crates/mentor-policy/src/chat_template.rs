@@ -7,36 +7,10 @@
 //! (`.strip()`, `.startswith()`, ...) through minijinja-contrib's pycompat. Nothing here
 //! hand-writes a model's format.
 
-use serde::{Deserialize, Serialize};
+pub use mentor_core::{Message, Role};
 
 use crate::error::{Error, Result};
 use crate::tokenizer::SpecialTokens;
-
-/// One chat message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    /// `"system"`, `"user"` or `"assistant"`.
-    pub role: String,
-    /// The text.
-    pub content: String,
-}
-
-impl Message {
-    /// A user message.
-    pub fn user(content: impl Into<String>) -> Self {
-        Self { role: "user".into(), content: content.into() }
-    }
-
-    /// A system message.
-    pub fn system(content: impl Into<String>) -> Self {
-        Self { role: "system".into(), content: content.into() }
-    }
-
-    /// An assistant message.
-    pub fn assistant(content: impl Into<String>) -> Self {
-        Self { role: "assistant".into(), content: content.into() }
-    }
-}
 
 /// A compiled-on-construction chat template.
 #[derive(Debug, Clone)]

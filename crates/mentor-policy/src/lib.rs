@@ -14,8 +14,6 @@
 //!   without repacking the weights on every call.
 //! - [`Policy::save`] / [`Policy::frozen_copy`]: atomic checkpoints and a KL reference.
 //! - [`Policy::char_level`]: a from-scratch model with a character tokenizer (the demo's).
-//! - [`openai::ChatService`]: OpenAI-compatible chat completions over a policy, socket-free
-//!   (the model half of `mentor serve`).
 //!
 //! **Invariants.** Log-probs meant for training use [`model::Kernels::Differentiable`], built
 //! only from ops with a backward pass: every weight gets a gradient (tested), unlike
@@ -39,7 +37,6 @@
 pub mod batch;
 pub mod chat_template;
 mod checkpoint;
-pub mod command;
 pub mod config;
 mod error;
 pub mod generate;
@@ -48,7 +45,6 @@ pub mod kernels;
 pub mod logprobs;
 pub mod matmul;
 pub mod model;
-pub mod openai;
 mod policy;
 pub mod sampling;
 pub mod source;
@@ -56,7 +52,7 @@ pub mod threads;
 pub mod tokenizer;
 pub mod vexp;
 
-pub use chat_template::{ChatTemplate, Message};
+pub use chat_template::{ChatTemplate, Message, Role};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use generate::{FinishReason, GenerateConfig, Generation};

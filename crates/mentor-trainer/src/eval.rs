@@ -7,7 +7,7 @@ use mentor_policy::{GenerateConfig, Policy, Sampler};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::policy::{messages, mix};
+use crate::policy::mix;
 
 /// One evaluation result (a line of `eval.jsonl`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,7 +68,7 @@ const CHUNK: usize = 128;
 fn generate_all(policy: &Policy, tasks: &[Task], n: usize, cfg: &GenerateConfig) -> Result<Vec<String>> {
     let mut prompts = Vec::with_capacity(tasks.len() * n);
     for t in tasks {
-        let ids = policy.encode_chat(&messages(&t.prompt))?;
+        let ids = policy.encode_chat(&t.prompt)?;
         prompts.extend(std::iter::repeat_n(ids, n));
     }
     let mut texts = Vec::with_capacity(prompts.len());

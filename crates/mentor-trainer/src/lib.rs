@@ -5,19 +5,20 @@
 //! [`config`] (TOML + presets), [`curriculum`] (the embedded task family), [`pretrain`],
 //! [`train`] (the loop), [`eval`], [`checkpoint`], [`report`] and [`rescue`] (the paired
 //! measurement of how often each mentor rescues a collapsed group) — and every
-//! subcommand is a module under [`commands`] over it; the clap definitions live in `cli`.
+//! subcommand is a private module under `commands` over it; the clap definitions live in `cli`.
 //! Data goes to stdout, logs and progress to stderr, and errors end with a `hint:` line
 //! when there is something to do about them.
 #![deny(missing_docs)]
 
 pub mod checkpoint;
 mod cli;
-pub mod commands;
+mod commands;
 pub mod config;
 pub mod curriculum;
 pub mod error;
 pub mod eval;
 pub mod jsonl;
+pub mod local_mentor;
 pub mod policy;
 pub mod pretrain;
 pub mod random_prefix;

@@ -43,22 +43,6 @@ pub fn load_dir(dir: PathBuf) -> Result<Policy> {
     Ok(Policy::load(&ModelSource::Dir(dir), &LoadOptions::default())?)
 }
 
-/// The framework's messages as the policy's chat messages.
-pub fn messages(prompt: &[mentor_core::Message]) -> Vec<mentor_policy::Message> {
-    prompt
-        .iter()
-        .map(|m| mentor_policy::Message {
-            role: match m.role {
-                mentor_core::Role::System => "system",
-                mentor_core::Role::User => "user",
-                mentor_core::Role::Assistant => "assistant",
-            }
-            .to_string(),
-            content: m.content.clone(),
-        })
-        .collect()
-}
-
 /// A deterministic 64-bit mix of seeds (splitmix64 over the parts), for per-step streams.
 pub fn mix(parts: &[u64]) -> u64 {
     let mut h = 0x243F_6A88_85A3_08D3u64;

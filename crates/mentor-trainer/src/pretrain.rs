@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{CurriculumSection, PretrainSection};
 use crate::curriculum::{Problem, Tens};
 use crate::error::Result;
-use crate::policy::{messages, mix};
+use crate::policy::mix;
 
 /// One supervised example: prompt ids (including any given answer start) and target ids.
 struct Example {
@@ -30,7 +30,7 @@ struct Example {
 /// answer starts with given reference lines. (The static baseline's generic texts are taught
 /// only through `pretrain.static_fraction`, before plain problems, never with given lines.)
 pub fn hint_texts(prompts: &mentor_agents::Prompts) -> Vec<String> {
-    prompts.render_hint("math", 3).into_iter().collect()
+    prompts.render_hint(mentor_core::Domain::Math, 3).into_iter().collect()
 }
 
 /// The hint texts pretraining shows: the mentor's level-3 text (a marker before given lines)
@@ -100,7 +100,7 @@ fn example(
     } else {
         (task.prompt.clone(), String::new(), p.solution())
     };
-    let mut prompt = policy.encode_chat(&messages(&prompt_msgs))?;
+    let mut prompt = policy.encode_chat(&prompt_msgs)?;
     prompt.extend(tok.encode(&given)?);
     let mut target = tok.encode(&rest)?;
     target.push(eos);
@@ -305,7 +305,7 @@ pub fn probe(
     temperature: f64,
 ) -> Result<Vec<ProbeRow>> {
     let verifier = mentor_verify_math::MathVerifier::default();
-    let text = prompts.render_hint("math", 3).unwrap_or_else(|| "continue".into());
+    let text = prompts.render_hint(mentor_core::Domain::Math, 3).unwrap_or_else(|| "continue".into());
     let statics = prompts.static_hints(mentor_core::Domain::Math);
     let greedy = GenerateConfig { sampler: Sampler::greedy(), max_new_tokens, ..GenerateConfig::default() };
     let sampled = GenerateConfig {
@@ -351,7 +351,7 @@ pub fn probe(
                     };
                     format.apply(&task, &hint)
                 };
-                let mut x = policy.encode_chat(&messages(&msgs))?;
+                let mut x = policy.encode_chat(&msgs)?;
                 x.extend(policy.tokenizer().encode(&start)?);
                 ids.push(x);
                 starts.push((task, start, *p));

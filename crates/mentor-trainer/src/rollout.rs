@@ -7,7 +7,7 @@ use mentor_policy::generate::GenerateConfig;
 use mentor_policy::{Policy, Sampler};
 
 use crate::error::Result;
-use crate::policy::{messages, mix};
+use crate::policy::mix;
 
 /// Samples on-policy with the training sampler: temperature, and top-p / top-k when set with
 /// [`PolicyRollout::with_top`] (off by default). Each completion's log-probs are those of the
@@ -71,7 +71,7 @@ impl<'a> PolicyRollout<'a> {
                 Some(p) => self.policy.tokenizer().encode(p)?,
                 None => Vec::new(),
             };
-            let mut ids = self.policy.encode_chat(&messages(req.prompt))?;
+            let mut ids = self.policy.encode_chat(req.prompt)?;
             ids.extend_from_slice(&prefix_ids);
             rows.extend(std::iter::repeat_n(ids, req.n));
             prefixes.push(prefix_ids);
@@ -127,7 +127,7 @@ impl Rollout for PolicyRollout<'_> {
         let tok = self.policy.tokenizer();
         let mut ids = tok.encode(text)?;
         ids.extend(tok.stop_ids().first());
-        let prompt = self.policy.encode_chat(&messages(&task.prompt))?;
+        let prompt = self.policy.encode_chat(&task.prompt)?;
         let out = self.policy.logprobs(
             &[prompt],
             std::slice::from_ref(&ids),
@@ -217,8 +217,8 @@ mod tests {
         assert_eq!(out.iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 3]);
         // The same rows in one generate with the first call's seed.
         let prefix = p.tokenizer().encode("A:").unwrap();
-        let row_a = p.encode_chat(&messages(&a.prompt)).unwrap();
-        let mut row_b = p.encode_chat(&messages(&hinted)).unwrap();
+        let row_a = p.encode_chat(&a.prompt).unwrap();
+        let mut row_b = p.encode_chat(&hinted).unwrap();
         row_b.extend_from_slice(&prefix);
         let rows = vec![row_a.clone(), row_a, row_b.clone(), row_b.clone(), row_b];
         let gens = generate(&p, &rows, tempered(), 1);
@@ -253,7 +253,7 @@ mod tests {
         let rows: Vec<Vec<u32>> = tasks
             .iter()
             .flat_map(|t| {
-                let ids = p.encode_chat(&messages(&t.prompt)).unwrap();
+                let ids = p.encode_chat(&t.prompt).unwrap();
                 [ids.clone(), ids]
             })
             .collect();
@@ -268,7 +268,7 @@ mod tests {
         let tasks = [Task::math("a", "12+3=", "15")];
         let mut rollout = PolicyRollout::new(&p, 1.3, 6, 9, 4).with_top(0.8, 3);
         let out = rollout.sample_tasks(&tasks, 4).unwrap();
-        let row = p.encode_chat(&messages(&tasks[0].prompt)).unwrap();
+        let row = p.encode_chat(&tasks[0].prompt).unwrap();
         let gens = generate(&p, &vec![row; 4], Sampler { temperature: 1.3, top_p: 0.8, top_k: 3 }, 1);
         for (s, g) in out[0].iter().zip(&gens) {
             assert_eq!((&s.ids, &s.logprobs), (&g.token_ids, &g.logprobs));

@@ -7,7 +7,6 @@ use mentor_integration::TrainRow;
 use mentor_policy::{Entropy, Kernels, LogProbOptions, Policy};
 
 use crate::error::Result;
-use crate::policy::messages;
 
 /// Runs one update of `updater` on `rows` (a no-op returning `None` when there are none).
 /// `reference` gives KL reference log-probs when the config's `beta` is not zero.
@@ -24,7 +23,7 @@ pub fn grpo_step(
     let prompts: Vec<Vec<u32>> = rows
         .iter()
         .map(|r| {
-            let mut ids = policy.encode_chat(&messages(&r.prompt))?;
+            let mut ids = policy.encode_chat(&r.prompt)?;
             ids.extend_from_slice(&r.context_ids);
             Ok(ids)
         })

@@ -121,7 +121,7 @@ impl Tutor for RulesTutor {
         if level_no == 3 && ctx.prefix.is_none() {
             level_no = 2;
         }
-        let domain = task.domain().as_str();
+        let domain = task.domain();
         let (name, template, used) = self
             .prompts
             .hint_template(domain, diagnosis.category, level_no)

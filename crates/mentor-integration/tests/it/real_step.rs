@@ -20,25 +20,10 @@ struct PolicyRollout<'a> {
     seed: u64,
 }
 
-fn messages(prompt: &[mentor_core::Message]) -> Vec<mentor_policy::Message> {
-    prompt
-        .iter()
-        .map(|m| mentor_policy::Message {
-            role: match m.role {
-                mentor_core::Role::System => "system",
-                mentor_core::Role::User => "user",
-                mentor_core::Role::Assistant => "assistant",
-            }
-            .to_string(),
-            content: m.content.clone(),
-        })
-        .collect()
-}
-
 impl Rollout for PolicyRollout<'_> {
     fn sample(&mut self, req: &SampleRequest<'_>) -> Result<Vec<Sample>, mentor_integration::RolloutError> {
         let err = |e: mentor_policy::Error| e.to_string();
-        let mut ids = self.policy.encode_chat(&messages(req.prompt)).map_err(err)?;
+        let mut ids = self.policy.encode_chat(req.prompt).map_err(err)?;
         let prefix_ids = match req.assistant_prefix {
             Some(p) => self.policy.tokenizer().encode(p).map_err(err)?,
             None => Vec::new(),
@@ -99,8 +84,7 @@ fn tasks() -> Vec<Task> {
 
 /// Pads rows into a GRPO batch and runs one update; returns the loss.
 fn update(policy: &Policy, rows: &[TrainRow]) -> f64 {
-    let prompts: Vec<Vec<u32>> =
-        rows.iter().map(|r| policy.encode_chat(&messages(&r.prompt)).unwrap()).collect();
+    let prompts: Vec<Vec<u32>> = rows.iter().map(|r| policy.encode_chat(&r.prompt).unwrap()).collect();
     let completions: Vec<Vec<u32>> = rows.iter().map(|r| r.completion_ids.clone()).collect();
     let t = completions.iter().map(Vec::len).max().unwrap_or(0).max(1);
     let mask: Vec<f32> =

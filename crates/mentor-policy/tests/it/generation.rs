@@ -146,36 +146,6 @@ fn bad_requests_are_errors() {
 }
 
 #[test]
-fn generate_command_loads_a_directory_and_reports_json() {
-    use mentor_policy::command::{generate_once, GenerateArgs};
-    let p = tiny(DType::F32, 16);
-    let dir = tempfile::tempdir().unwrap();
-    p.save(dir.path()).unwrap();
-    let args = GenerateArgs {
-        model: dir.path().to_str().unwrap().to_string(),
-        prompt: "2+2=".into(),
-        chat: true,
-        max_new_tokens: 5,
-        temperature: 0.0,
-        seed: 3,
-    };
-    let out = generate_once(&args, &mentor_policy::HubOptions::default()).unwrap();
-    // The tiny model's template concatenates contents, so the chat prompt is the text itself.
-    let ids = p.encode_chat(&[mentor_policy::Message::user("2+2=")]).unwrap();
-    assert_eq!(ids, p.tokenizer().encode("2+2=").unwrap());
-    let cfg = GenerateConfig { sampler: Sampler::greedy(), max_new_tokens: 5, ..GenerateConfig::default() };
-    let want = p.generate(&[ids], &cfg).unwrap().remove(0);
-    assert_eq!(
-        (out.token_ids.clone(), out.text.clone(), out.finish_reason),
-        (want.token_ids, want.text, want.finish_reason)
-    );
-    let json: serde_json::Value = serde_json::to_value(&out).unwrap();
-    let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 3);
-    assert!(json["finish_reason"] == "length" || json["finish_reason"] == "stop");
-}
-
-#[test]
 fn shared_prefix_prefill_changes_nothing_but_rounding() {
     // Prompts with a common start (as a system prompt gives), repeated prompts (as a GRPO
     // group gives), a prompt that is a prefix of another and different lengths.

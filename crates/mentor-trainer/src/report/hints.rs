@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use mentor_integration::FailedAttempt;
 use serde::Serialize;
 
-use super::load::{InterventionEntry, RunData};
+use super::load::RunData;
 use super::stats::arm_order;
+use crate::train::InterventionEntry;
 
 /// Examples shown per (level, category) cell.
 pub const EXAMPLES_PER_CELL: usize = 2;

@@ -16,13 +16,13 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-pub use crate::eval::EvalRow;
+use crate::eval::EvalRow;
 use crate::train::INTERVENTIONS_FILE;
-pub use crate::train::{InterventionEntry, RunInfo, StepRecord};
+use crate::train::{InterventionEntry, RunInfo, StepRecord};
 
 use super::ReportError;
 
-pub use crate::train::{EVAL_FILE, METRICS_FILE, RUN_FILE};
+use crate::train::{EVAL_FILE, METRICS_FILE, RUN_FILE};
 
 /// Everything the report needs from one run directory.
 #[derive(Debug, Clone, PartialEq)]

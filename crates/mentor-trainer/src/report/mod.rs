@@ -14,7 +14,7 @@ mod fixtures;
 mod hints;
 mod load;
 mod markdown;
-pub mod paired;
+pub(crate) mod paired;
 mod plot;
 mod stats;
 
@@ -22,7 +22,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use hints::{hint_tables, ArmHints, HintCell, HintExample, EXAMPLES_PER_CELL, NO_DIAGNOSIS};
-pub use load::{load_run, load_runs_under, RunData, EVAL_FILE, METRICS_FILE, RUN_FILE};
+pub use load::{load_run, load_runs_under, RunData};
 pub use markdown::text_cell;
 pub use paired::{
     paired_summary, ArmInterval, Bootstrap, PairedDifference, PairedSummary, RunOutcome, SUMMARY_JSON,
@@ -126,7 +126,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 mod tests {
     use super::*;
     use crate::config::Arm;
-    use crate::train::{StepRecord, INTERVENTIONS_FILE};
+    use crate::train::{StepRecord, EVAL_FILE, INTERVENTIONS_FILE, METRICS_FILE};
     use fixtures::{eval, eval_outcomes, intervention, mentor, outcomes, run, step, vanilla, write_run_dir};
     use mentor_core::FailureCategory;
 

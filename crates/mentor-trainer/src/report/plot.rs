@@ -8,10 +8,11 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::load::{RunData, StepRecord};
+use super::load::RunData;
 use super::stats::{StepMetric, DYNAMICS, REWARD, ZRF};
 use super::ReportError;
 use crate::config::Arm;
+use crate::train::StepRecord;
 
 /// Window (in steps) of the trailing moving average applied to the per-step numbers (reward,
 /// ZRF, training dynamics).

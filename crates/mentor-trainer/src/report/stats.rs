@@ -6,8 +6,9 @@
 //! last evaluated step at the hard level (or, without a hard level or without any eval row for
 //! it, at the highest level evaluated).
 
-use super::load::{RunData, StepRecord};
+use super::load::RunData;
 use crate::config::Arm;
+use crate::train::StepRecord;
 
 /// A number read off each `metrics.jsonl` line ([`StepRecord`]), for the per-run tables and
 /// the per-step plots: the one place that says which fields of the trainer's record the

@@ -24,11 +24,6 @@ pub struct ArmRow {
 }
 
 impl ArmRow {
-    /// `mentor L2`, `mentor esc`, `retry`: the row's short label.
-    pub fn label(&self) -> String {
-        super::report::label(self.arm.name(), self.level)
-    }
-
     /// Whether the row escalates through the levels.
     pub fn escalates(&self) -> bool {
         self.arm.per_level() && self.level.is_none()
@@ -186,7 +181,8 @@ mod tests {
     #[test]
     fn rows_expand_levels_and_escalation_for_diagnosing_arms_only() {
         let r = rows(&[RescueArm::Retry, RescueArm::Mentor, RescueArm::RandomPrefix], &[2, 1, 2], true);
-        let labels: Vec<String> = r.iter().map(ArmRow::label).collect();
+        let labels: Vec<String> =
+            r.iter().map(|a| super::super::report::label(a.arm.name(), a.level)).collect();
         assert_eq!(labels, ["retry", "mentor L1", "mentor L2", "mentor esc", "random_prefix"]);
         assert_eq!(r[4].level, Some(3));
         assert!(r[3].escalates() && !r[1].escalates() && !r[0].escalates());

@@ -16,7 +16,7 @@ pub fn shown(hint: &Hint) -> String {
 
 /// Share of the reference's non-trivial lines that `shown` contains as lines: the guard's
 /// measure ([`mentor_agents::reference_overlap`]).
-pub use mentor_agents::reference_overlap;
+use mentor_agents::reference_overlap;
 
 /// Whether each hint leaks its task's answer (see the module docs), judged in one batch.
 pub fn leaks(items: &[(&Task, &Hint)], verifier: &dyn Verifier, max_code_overlap: f64) -> Vec<bool> {

@@ -2,26 +2,26 @@
 //! on a real model and its real failures, without training.
 //!
 //! The protocol is paired. The learner samples G attempts per training problem at the run's
-//! temperature ([`sampling::BASE_STREAM`]); the problems whose G attempts all fail are the
-//! collapsed set. For every collapsed problem each arm ([`config::RescueArm`]) produces its
+//! temperature (`sampling::BASE_STREAM`); the problems whose G attempts all fail are the
+//! collapsed set. For every collapsed problem each arm ([`RescueArm`]) produces its
 //! intervention — nothing (`retry`), a static hint, a refinement prompt, the `rules` mentor's
 //! hint at each level and with escalation, the random-cut control of level 3
 //! ([`crate::random_prefix`]), an `llm`/`local` mentor — and the learner samples G second attempts,
 //! row `g` of problem `p` seeded by `(seed, p, g)` whatever the arm
-//! ([`sampling::PairedSampler`]): arms differ only by what they show, so their rescue rates
-//! are compared problem by problem ([`stats`]). Every accepted hint is checked for leaks on
-//! its own ([`leaks`]). What is written: [`records`]; the report: [`report`].
+//! (`sampling::PairedSampler`): arms differ only by what they show, so their rescue rates
+//! are compared problem by problem (`stats`). Every accepted hint is checked for leaks on
+//! its own (`leaks`). What is written: `records`; the report: `report`.
 //!
 //! A rescue is not transfer: it says a hint makes the *next, hinted* attempt succeed. Whether
 //! training on rescued groups raises unhinted accuracy is what `mentor train` measures.
 
-pub mod arms;
-pub mod config;
-pub mod leaks;
-pub mod records;
-pub mod report;
-pub mod sampling;
-pub mod stats;
+pub(crate) mod arms;
+pub(crate) mod config;
+pub(crate) mod leaks;
+pub(crate) mod records;
+pub(crate) mod report;
+pub(crate) mod sampling;
+pub(crate) mod stats;
 
 use std::collections::HashMap;
 use std::sync::Arc;

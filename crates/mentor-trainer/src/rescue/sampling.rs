@@ -13,7 +13,7 @@ use mentor_policy::generate::GenerateConfig;
 use mentor_policy::{Policy, Sampler};
 
 use crate::error::{Error, Result};
-use crate::policy::{messages, mix};
+use crate::policy::mix;
 
 /// The stream of the unhinted first attempts.
 pub const BASE_STREAM: u64 = 0xba5e;
@@ -72,11 +72,6 @@ impl<'a> PairedSampler<'a> {
         Self { policy, config, seed, n, batch_rows, cache: HashMap::new(), tokens: 0, rows: 0 }
     }
 
-    /// Completions per request.
-    pub fn n(&self) -> usize {
-        self.n
-    }
-
     /// The seed of row `g` of problem `key` in `stream`.
     pub fn row_seed(&self, stream: u64, key: u64, g: usize) -> u64 {
         mix(&[self.seed, stream, key, g as u64])
@@ -130,7 +125,7 @@ impl<'a> PairedSampler<'a> {
         let tok = policy.tokenizer();
         let mut prompts = Vec::with_capacity(requests.len());
         for r in requests {
-            let mut ids = policy.encode_chat(&messages(&r.prompt))?;
+            let mut ids = policy.encode_chat(&r.prompt)?;
             if let Some(p) = &r.prefix {
                 ids.extend(tok.encode(p)?);
             }

@@ -105,12 +105,12 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
                         Arc::new(crate::policy::build(&section, cfg.run.seed)?)
                     }
                 };
-                let local = mentor_agents::local::LocalConfig {
+                let local = crate::local_mentor::LocalConfig {
                     temperature: m.temperature.unwrap_or(0.0),
                     max_tokens: m.max_tokens.unwrap_or(256),
                     seed: cfg.run.seed,
                 };
-                let (mentor, fallbacks) = mentor_agents::local::mentor(model, local, prompts(cfg)?, guard());
+                let (mentor, fallbacks) = crate::local_mentor::mentor(model, local, prompts(cfg)?, guard());
                 Built { strategy: intervene(Box::new(mentor)), fallbacks: Some(fallbacks) }
             }
         },
@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn the_curriculum_hints_are_in_the_tiny_models_alphabet() {
         let p = Prompts::with_hints(CURRICULUM_HINTS, CURRICULUM_STATIC_HINTS).unwrap();
-        let marker = p.render_hint("math", 3).unwrap();
+        let marker = p.render_hint(mentor_core::Domain::Math, 3).unwrap();
         assert_eq!(marker, "H", "the level-3 text is the demo's one-character marker");
         let statics = p.static_hints(mentor_core::Domain::Math);
         assert!(statics.len() >= 3);

@@ -1,10 +1,12 @@
-//! The `local` backend (feature `local`): the `llm` role prompts answered by an in-process
+//! The mentor's `local` backend: the `llm` role prompts answered by an in-process
 //! `mentor-policy` model instead of an HTTP endpoint — a separate mentor model, or the learner
-//! itself as a self-mentor.
+//! itself as a self-mentor. It lives here, not in `mentor-agents`, because the agents depend
+//! on no model: they talk to any model through their [`ChatModel`] trait, and this crate is
+//! the one that wires a policy to them.
 //!
 //! [`PolicyChat`] renders the conversation through the model's chat template and samples with
 //! fixed settings ([`LocalConfig`]); the diagnoser and tutor are the `llm` ones
-//! ([`crate::llm::chat_mentor`]), so an unparseable reply or a model error falls back to
+//! ([`mentor_agents::llm::chat_mentor`]), so an unparseable reply or a model error falls back to
 //! `rules` and is counted, exactly as with an endpoint. For a self-mentor, share the learner
 //! as an `Arc<Policy>`: its weights are updated in place by the optimizer (the `Var`s share
 //! storage), so the mentor always speaks with the current policy.
@@ -13,8 +15,8 @@ use std::sync::Arc;
 
 use mentor_policy::{GenerateConfig, Message, Policy, Sampler};
 
-use crate::llm::{chat_mentor, ChatModel, FallbackCounter};
-use crate::{AgentMentor, Error, Guard, Prompts, Result};
+use mentor_agents::llm::{chat_mentor, ChatModel, FallbackCounter};
+use mentor_agents::{AgentMentor, Error, Guard, Prompts, Result};
 
 /// How the in-process model samples its replies.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,11 +56,9 @@ impl PolicyChat {
 }
 
 impl ChatModel for PolicyChat {
-    fn chat(&self, messages: &[(&str, &str)]) -> Result<String> {
+    fn chat(&self, messages: &[Message]) -> Result<String> {
         let err = |e: mentor_policy::Error| Error::Local(e.to_string());
-        let messages: Vec<Message> =
-            messages.iter().map(|(r, c)| Message { role: r.to_string(), content: c.to_string() }).collect();
-        let prompt = self.policy.encode_chat(&messages).map_err(err)?;
+        let prompt = self.policy.encode_chat(messages).map_err(err)?;
         let cfg = GenerateConfig {
             sampler: Sampler { temperature: self.config.temperature, top_p: 1.0, top_k: 0 },
             max_new_tokens: self.config.max_tokens,
@@ -115,18 +115,18 @@ mod tests {
     fn replies_are_the_policys_greedy_generation() {
         let policy = tiny();
         let chat = PolicyChat::new(policy.clone(), LocalConfig { temperature: 0.0, max_tokens: 7, seed: 1 });
-        let reply = chat.chat(&[("system", "be brief"), ("user", "hint")]).unwrap();
+        let reply = chat.chat(&[Message::system("be brief"), Message::user("hint")]).unwrap();
         let ids = policy.encode_chat(&[Message::system("be brief"), Message::user("hint")]).unwrap();
         let cfg =
             GenerateConfig { sampler: Sampler::greedy(), max_new_tokens: 7, ..GenerateConfig::default() };
         assert_eq!(reply, policy.generate(&[ids], &cfg).unwrap()[0].text);
-        assert_eq!(reply, chat.chat(&[("system", "be brief"), ("user", "hint")]).unwrap());
+        assert_eq!(reply, chat.chat(&[Message::system("be brief"), Message::user("hint")]).unwrap());
     }
 
     #[test]
     fn over_long_requests_are_errors_not_panics() {
         let chat = PolicyChat::new(tiny(), LocalConfig { temperature: 0.0, max_tokens: 1 << 20, seed: 0 });
-        let e = chat.chat(&[("user", "a")]).unwrap_err();
+        let e = chat.chat(&[Message::user("a")]).unwrap_err();
         assert!(e.to_string().contains("exceeds the context"), "{e}");
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! [`ChatService::handle`] takes a method, a path and a request body and returns the status
 //! code and JSON body to send back, so routing, validation and generation are unit-testable
-//! and the HTTP layer (in `mentor-trainer`) only moves bytes. Supported:
+//! and the HTTP layer (the parent module) only moves bytes. Supported:
 //!
 //! - `POST /v1/chat/completions`, non-streaming: `messages` (string content, or an array of
 //!   `{"type":"text","text":…}` parts) rendered through the model's chat template, `temperature`
@@ -29,10 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::chat_template::Message;
-use crate::generate::{FinishReason, GenerateConfig};
-use crate::policy::Policy;
-use crate::sampling::Sampler;
+use mentor_policy::{FinishReason, GenerateConfig, Message, Policy, Role, Sampler};
 
 /// Most choices (`n`) per request.
 pub const MAX_N: usize = 8;
@@ -194,7 +191,11 @@ pub fn parse_request(body: &[u8], cfg: &ServiceConfig, fallback_seed: u64) -> Re
             }
         };
         // Chat templates know `system`; `developer` is OpenAI's newer name for it.
-        let role = if m.role == "developer" { "system".to_string() } else { m.role };
+        let role = match m.role.as_str() {
+            "system" | "developer" => Role::System,
+            "user" => Role::User,
+            _ => Role::Assistant, // checked above: the only other role accepted
+        };
         messages.push(Message { role, content });
     }
     let temperature = req.temperature.unwrap_or(1.0);
@@ -280,6 +281,7 @@ impl ChatService {
     }
 
     /// The served policy.
+    #[cfg(test)]
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
@@ -290,7 +292,9 @@ impl ChatService {
     }
 
     /// Routes and answers one request, generating if it is a chat completion. `path` may
-    /// carry a query string (ignored).
+    /// carry a query string (ignored). (The server uses [`ChatService::route`] and
+    /// [`ChatService::complete`]; this is their composition, for tests.)
+    #[cfg(test)]
     pub fn handle(&self, method: &str, path: &str, body: &[u8]) -> Reply {
         match self.route(method, path, body) {
             Routed::Reply(reply) => reply,
@@ -321,11 +325,6 @@ impl ChatService {
 
     fn model_entry(&self) -> Value {
         json!({"id": self.cfg.model_id, "object": "model", "created": self.created, "owned_by": "mentor"})
-    }
-
-    /// Answers a chat-completions body.
-    pub fn chat_completions(&self, body: &[u8]) -> Reply {
-        self.handle("POST", "/v1/chat/completions", body)
     }
 
     /// Validates a chat-completions body and renders its prompt: the job to generate, or the
@@ -399,8 +398,8 @@ impl ChatService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
     use candle_core::{DType, Device};
+    use mentor_policy::config::Config;
 
     fn service() -> ChatService {
         let policy =
@@ -465,7 +464,7 @@ mod tests {
             .unwrap();
         assert_eq!(p.generate.stop_strings, vec!["q".to_string()]);
         assert_eq!(p.generate.seed, 7);
-        assert_eq!(p.messages[0].role, "system");
+        assert_eq!(p.messages[0].role, Role::System);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `mentor serve`: an OpenAI-compatible chat-completions endpoint over a local model.
 //!
-//! Routing, validation and generation live in `mentor_policy::openai`; this module is the HTTP
+//! Routing, validation and generation live in [`openai`] (socket-free); this module is the HTTP
 //! layer: a small HTTP/1.1 server on `std::net`, built so that no client can hold up another.
 //! (It replaced `tiny_http`, which reads request heads on unbounded threads without a timeout,
 //! leaves the body to be read on the serving loop, and hides the socket, so a stalled body could
@@ -44,9 +44,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use mentor_policy::openai::{ChatJob, ChatService, Reply, Routed, ServiceConfig};
 use mentor_policy::{HubOptions, LoadOptions, ModelSource, Policy};
 use serde_json::json;
+
+use self::openai::{ChatJob, ChatService, Reply, Routed, ServiceConfig};
+
+pub mod openai;
 
 /// Largest request body read (bytes); larger ones get 413.
 const MAX_BODY: u64 = 4 << 20;
