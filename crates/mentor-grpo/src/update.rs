@@ -81,13 +81,123 @@ impl Updater {
 
     /// Run one update on `batch`. `logps_for(rows)` must return the current policy's
     /// log-probs for those batch rows, in that order, with `seq` equal to the mask's.
+    ///
+    /// Set-up ([`Window::new`]: checks, advantages, the rows that can carry a gradient, the
+    /// mask, fixed old log-probs, micro-batches), then `num_iterations` optimizer steps over
+    /// the micro-batches ([`Updater::iterate`]), then the step metrics.
     pub fn update<F, E>(&mut self, batch: &RolloutBatch, mut logps_for: F) -> Result<StepMetrics>
     where
         F: FnMut(&[usize]) -> std::result::Result<PolicyOutput, E>,
         E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
     {
+        let t = batch.mask.dims2()?.1;
+        let mut call = |rows: &[usize]| -> Result<PolicyOutput> {
+            let out = logps_for(rows).map_err(|e| Error::LogProbs(e.into()))?;
+            if out.logps.dims() != [rows.len(), t] {
+                return Err(Error::shape("logps", [rows.len(), t], out.logps.dims()));
+            }
+            Ok(out)
+        };
+        let window = Window::new(&self.config, batch, &mut call)?;
+        let totals = self.iterate(batch, &window, &mut call)?;
+        totals.metrics(&self.config, batch)
+    }
+
+    /// The optimizer steps of one update: `num_iterations` passes over the micro-batches, each
+    /// accumulating their gradients into one optimizer step.
+    fn iterate(
+        &mut self,
+        batch: &RolloutBatch,
+        w: &Window,
+        call: &mut impl FnMut(&[usize]) -> Result<PolicyOutput>,
+    ) -> Result<Totals> {
         let cfg = &self.config;
-        let (b, t) = batch.mask.dims2()?;
+        let device = batch.mask.device().clone();
+        let mut acc = GradAccumulator::new(self.optimizer.vars().to_vec());
+        let mut totals = Totals::default();
+        for _ in 0..cfg.num_iterations {
+            let mut step_loss = 0.0;
+            for all in &w.micro {
+                let rows: Vec<usize> = if w.drop_rows {
+                    all.iter().copied().filter(|&i| w.live[i]).collect()
+                } else {
+                    all.clone()
+                };
+                let tokens = mask_tokens(&w.mask.index_select(&index(all, &device)?, 0)?)?;
+                if rows.is_empty() {
+                    acc.add_zeros()?;
+                    totals.stats.push(LossStats {
+                        tokens,
+                        kl: None,
+                        entropy: None,
+                        clip_ratio_low: 0.0,
+                        clip_ratio_high: 0.0,
+                        clip_ratio_region: 0.0,
+                    });
+                    continue;
+                }
+                let rows = rows.as_slice();
+                let idx = index(rows, &device)?;
+                let pick = |x: &Tensor| -> Result<Tensor> { Ok(x.index_select(&idx, 0)?) };
+                let out = call(rows)?;
+                let old_mb = w.old.as_ref().map(pick).transpose()?;
+                let ref_mb = batch.ref_logps.as_ref().map(pick).transpose()?;
+                let (mask_mb, adv_mb) = (pick(&w.mask)?, pick(&w.adv)?);
+                let inputs = LossInputs {
+                    logps: &out.logps,
+                    old_logps: old_mb.as_ref(),
+                    ref_logps: ref_mb.as_ref(),
+                    mask: &mask_mb,
+                    advantages: &adv_mb,
+                    entropies: out.entropies.as_ref(),
+                };
+                let loss = grpo_loss(cfg, &inputs, w.scale)?;
+                step_loss += loss.loss.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
+                acc.backward(&loss.loss)?;
+                totals.stats.push(LossStats { tokens, ..loss.stats });
+            }
+            let mut grads = acc.take();
+            let report = self.optimizer.step(&mut grads)?;
+            totals.loss_sum += step_loss;
+            totals.norm_sum += report.grad_norm;
+            totals.lr = report.learning_rate;
+            if report.applied {
+                totals.applied += 1;
+            } else {
+                totals.skipped += 1;
+            }
+        }
+        Ok(totals)
+    }
+}
+
+/// What one update works on, fixed before its first optimizer step.
+struct Window {
+    /// Advantage per row, `[batch]`.
+    adv: Tensor,
+    /// Whether each row can carry a gradient.
+    live: Vec<bool>,
+    /// Whether the rows that cannot are left out of the passes.
+    drop_rows: bool,
+    /// The completion mask after truncation masking.
+    mask: Tensor,
+    /// Fixed old log-probs (`None`: on-policy, the current ones detached).
+    old: Option<Tensor>,
+    /// The micro-batches' rows.
+    micro: Vec<Vec<usize>>,
+    /// The window's loss divisors.
+    scale: LossScale,
+}
+
+impl Window {
+    /// Checks `batch` against `cfg` and prepares the update (calling `call` once over all rows
+    /// when `num_iterations > 1` needs fixed old log-probs the batch does not carry).
+    fn new(
+        cfg: &GrpoConfig,
+        batch: &RolloutBatch,
+        call: &mut impl FnMut(&[usize]) -> Result<PolicyOutput>,
+    ) -> Result<Self> {
+        let b = batch.mask.dims2()?.0;
         for (what, len) in [("rewards", batch.rewards.len()), ("group_ids", batch.group_ids.len())] {
             if len != b {
                 return Err(Error::shape(what, b, len));
@@ -103,14 +213,6 @@ impl Updater {
             });
         }
         let device = batch.mask.device().clone();
-        let mut call = |rows: &[usize]| -> Result<PolicyOutput> {
-            let out = logps_for(rows).map_err(|e| Error::LogProbs(e.into()))?;
-            if out.logps.dims() != [rows.len(), t] {
-                return Err(Error::shape("logps", [rows.len(), t], out.logps.dims()));
-            }
-            Ok(out)
-        };
-
         let adv = match &batch.advantages {
             Some(a) if a.len() != b => return Err(Error::shape("advantages", b, a.len())),
             Some(a) if a.iter().any(|x| !x.is_finite()) => {
@@ -143,62 +245,28 @@ impl Updater {
             (None, 1) => None,
             (None, _) => Some(call(&all_rows)?.logps.detach()),
         };
-
         let micro = micro_batches(b, cfg.gradient_accumulation_steps);
         let scale = LossScale::new(micro.len().max(1), mask_tokens(&mask)?)?;
-        let mut acc = GradAccumulator::new(self.optimizer.vars().to_vec());
-        let mut stats: Vec<LossStats> = Vec::new();
-        let (mut loss_sum, mut norm_sum, mut lr, mut applied, mut skipped) = (0.0, 0.0, 0.0, 0usize, 0usize);
-        for _ in 0..cfg.num_iterations {
-            let mut step_loss = 0.0;
-            for all in &micro {
-                let rows: Vec<usize> =
-                    if drop_rows { all.iter().copied().filter(|&i| live[i]).collect() } else { all.clone() };
-                let tokens = mask_tokens(&mask.index_select(&index(all, &device)?, 0)?)?;
-                if rows.is_empty() {
-                    acc.add_zeros()?;
-                    stats.push(LossStats {
-                        tokens,
-                        kl: None,
-                        entropy: None,
-                        clip_ratio_low: 0.0,
-                        clip_ratio_high: 0.0,
-                        clip_ratio_region: 0.0,
-                    });
-                    continue;
-                }
-                let rows = rows.as_slice();
-                let idx = index(rows, &device)?;
-                let pick = |x: &Tensor| -> Result<Tensor> { Ok(x.index_select(&idx, 0)?) };
-                let out = call(rows)?;
-                let old_mb = old.as_ref().map(pick).transpose()?;
-                let ref_mb = batch.ref_logps.as_ref().map(pick).transpose()?;
-                let (mask_mb, adv_mb) = (pick(&mask)?, pick(&adv)?);
-                let inputs = LossInputs {
-                    logps: &out.logps,
-                    old_logps: old_mb.as_ref(),
-                    ref_logps: ref_mb.as_ref(),
-                    mask: &mask_mb,
-                    advantages: &adv_mb,
-                    entropies: out.entropies.as_ref(),
-                };
-                let loss = grpo_loss(cfg, &inputs, scale)?;
-                step_loss += loss.loss.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
-                acc.backward(&loss.loss)?;
-                stats.push(LossStats { tokens, ..loss.stats });
-            }
-            let mut grads = acc.take();
-            let report = self.optimizer.step(&mut grads)?;
-            loss_sum += step_loss;
-            norm_sum += report.grad_norm;
-            lr = report.learning_rate;
-            if report.applied {
-                applied += 1;
-            } else {
-                skipped += 1;
-            }
-        }
+        Ok(Self { adv, live, drop_rows, mask, old, micro, scale })
+    }
+}
 
+/// What an update's optimizer steps add up to.
+#[derive(Default)]
+struct Totals {
+    /// One entry per micro-batch pass.
+    stats: Vec<LossStats>,
+    loss_sum: f64,
+    norm_sum: f64,
+    lr: f64,
+    applied: usize,
+    skipped: usize,
+}
+
+impl Totals {
+    /// The step metrics (per-iteration means, as TRL logs them).
+    fn metrics(&self, cfg: &GrpoConfig, batch: &RolloutBatch) -> Result<StepMetrics> {
+        let stats = &self.stats;
         let lengths = row_lengths(&batch.mask)?;
         let iters = cfg.num_iterations as f64;
         let n = stats.len().max(1) as f64;
@@ -209,17 +277,17 @@ impl Updater {
         };
         Ok(StepMetrics {
             rollout: rollout_stats(&batch.rewards, &batch.group_ids, &lengths, &batch.truncated)?,
-            loss: loss_sum / iters,
+            loss: self.loss_sum / iters,
             clip_ratio_low: mean(&|s| s.clip_ratio_low),
             clip_ratio_high: mean(&|s| s.clip_ratio_high),
             clip_ratio_region: mean(&|s| s.clip_ratio_region),
             kl: mean_opt(&|s| s.kl),
             entropy: mean_opt(&|s| s.entropy),
-            grad_norm: norm_sum / iters,
-            learning_rate: lr,
+            grad_norm: self.norm_sum / iters,
+            learning_rate: self.lr,
             num_tokens: stats.iter().map(|s| s.tokens).sum::<f64>() / iters,
-            optimizer_steps: applied,
-            skipped_steps: skipped,
+            optimizer_steps: self.applied,
+            skipped_steps: self.skipped,
         })
     }
 }

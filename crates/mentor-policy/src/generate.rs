@@ -125,6 +125,16 @@ pub struct Generation {
     pub logprobs: Vec<f32>,
 }
 
+/// What [`Policy::prefill`] leaves for decoding.
+struct Prefilled {
+    /// Every prompt's keys and values.
+    cache: KvCache,
+    /// The logits at each prompt's last position, `[prompts, 1, vocab]`.
+    logits: Tensor,
+    /// Per prompt, which cache positions are real tokens (not left padding).
+    key_valid: Vec<Vec<bool>>,
+}
+
 struct Row {
     ids: Vec<u32>,
     logprobs: Vec<f32>,
@@ -210,44 +220,9 @@ impl Policy {
         if stop() {
             return Ok(None);
         }
-        let dev = model.device().clone();
         let b = prompts.len();
         let pad = tok.pad_id();
-        let plan = PrefillPlan::new(prompts, cfg.share_prefix);
-        let longest_rest = plan.rests.iter().map(|r| r.len()).max().unwrap_or(0);
-        let mut cache = KvCache::with_capacity(
-            model.config().num_hidden_layers,
-            plan.shared + longest_rest + cfg.max_new_tokens,
-        );
-        if plan.shared > 0 {
-            // The common first tokens, once, as one row; then one copy per distinct rest.
-            let s = plan.shared;
-            let ids = Tensor::from_vec(prompts[0][..s].to_vec(), (1, s), &dev)?;
-            let valid = vec![vec![true; s]];
-            let pos = positions(&valid, &[0], &dev)?;
-            let mask = attention_mask(&valid, s, model.dtype(), &dev)?;
-            model.forward(&ids, &pos, &mask, Some(&mut cache), s - 1, Kernels::Fused)?;
-            if plan.rests.len() > 1 {
-                cache.select_rows(&vec![0; plan.rests.len()])?;
-            }
-        }
-        let (ids, valid, t) = left_pad(&plan.rests, pad);
-        let u = plan.rests.len();
-        let mut key_valid: Vec<Vec<bool>> = valid
-            .iter()
-            .map(|v| std::iter::repeat_n(true, plan.shared).chain(v.iter().copied()).collect())
-            .collect();
-        let ids = Tensor::from_vec(ids, (u, t), &dev)?;
-        let pos = positions(&valid, &vec![plan.shared; u], &dev)?;
-        let mask = attention_mask(&key_valid, t, model.dtype(), &dev)?;
-        let mut logits = model.forward(&ids, &pos, &mask, Some(&mut cache), t - 1, Kernels::Fused)?;
-        if !plan.is_trivial() {
-            // Copy each distinct prompt's cache rows and logits out to the prompts that have it.
-            cache.select_rows(&plan.rest_of)?;
-            let rows = Tensor::from_vec(plan.rest_of.iter().map(|&r| r as u32).collect::<Vec<_>>(), b, &dev)?;
-            logits = logits.index_select(&rows, 0)?;
-            key_valid = plan.rest_of.iter().map(|&r| key_valid[r].clone()).collect();
-        }
+        let Prefilled { mut cache, mut logits, mut key_valid } = self.prefill(prompts, cfg)?;
         let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
         let mut row_rngs: Option<Vec<rand::rngs::StdRng>> =
@@ -299,18 +274,8 @@ impl Policy {
                 next_pos = running.iter().map(|&s| next_pos[s]).collect();
                 next = running.iter().map(|&s| next[s]).collect();
             }
-            let n = active.len();
-            let step_valid: Vec<Vec<bool>> = active.iter().map(|&r| vec![rows[r].done.is_none()]).collect();
-            for (kv, sv) in key_valid.iter_mut().zip(&step_valid) {
-                kv.push(sv[0]);
-            }
-            let ids = Tensor::from_vec(next, (n, 1), &dev)?;
-            let pos = positions(&step_valid, &next_pos, &dev)?;
-            for (p, sv) in next_pos.iter_mut().zip(&step_valid) {
-                *p += usize::from(sv[0]);
-            }
-            let mask = attention_mask(&key_valid, 1, model.dtype(), &dev)?;
-            logits = model.forward(&ids, &pos, &mask, Some(&mut cache), 0, Kernels::Fused)?;
+            let running: Vec<bool> = active.iter().map(|&r| rows[r].done.is_none()).collect();
+            logits = self.decode_step(next, &running, &mut key_valid, &mut next_pos, &mut cache)?;
         }
         rows.into_iter()
             .map(|r| {
@@ -319,6 +284,78 @@ impl Policy {
             })
             .collect::<Result<_>>()
             .map(Some)
+    }
+
+    /// Runs the prompts through the model into a fresh cache (sized for `cfg.max_new_tokens`
+    /// more positions): their common first tokens once, each distinct rest once, then the
+    /// cache rows and last-position logits copied out to every prompt ([`PrefillPlan`]).
+    fn prefill(&self, prompts: &[Vec<u32>], cfg: &GenerateConfig) -> Result<Prefilled> {
+        let model = self.model();
+        let dev = model.device().clone();
+        let b = prompts.len();
+        let plan = PrefillPlan::new(prompts, cfg.share_prefix);
+        let longest_rest = plan.rests.iter().map(|r| r.len()).max().unwrap_or(0);
+        let mut cache = KvCache::with_capacity(
+            model.config().num_hidden_layers,
+            plan.shared + longest_rest + cfg.max_new_tokens,
+        );
+        if plan.shared > 0 {
+            // The common first tokens, once, as one row; then one copy per distinct rest.
+            let s = plan.shared;
+            let ids = Tensor::from_vec(prompts[0][..s].to_vec(), (1, s), &dev)?;
+            let valid = vec![vec![true; s]];
+            let pos = positions(&valid, &[0], &dev)?;
+            let mask = attention_mask(&valid, s, model.dtype(), &dev)?;
+            model.forward(&ids, &pos, &mask, Some(&mut cache), s - 1, Kernels::Fused)?;
+            if plan.rests.len() > 1 {
+                cache.select_rows(&vec![0; plan.rests.len()])?;
+            }
+        }
+        let (ids, valid, t) = left_pad(&plan.rests, self.tokenizer().pad_id());
+        let u = plan.rests.len();
+        let mut key_valid: Vec<Vec<bool>> = valid
+            .iter()
+            .map(|v| std::iter::repeat_n(true, plan.shared).chain(v.iter().copied()).collect())
+            .collect();
+        let ids = Tensor::from_vec(ids, (u, t), &dev)?;
+        let pos = positions(&valid, &vec![plan.shared; u], &dev)?;
+        let mask = attention_mask(&key_valid, t, model.dtype(), &dev)?;
+        let mut logits = model.forward(&ids, &pos, &mask, Some(&mut cache), t - 1, Kernels::Fused)?;
+        if !plan.is_trivial() {
+            // Copy each distinct prompt's cache rows and logits out to the prompts that have it.
+            cache.select_rows(&plan.rest_of)?;
+            let rows = Tensor::from_vec(plan.rest_of.iter().map(|&r| r as u32).collect::<Vec<_>>(), b, &dev)?;
+            logits = logits.index_select(&rows, 0)?;
+            key_valid = plan.rest_of.iter().map(|&r| key_valid[r].clone()).collect();
+        }
+        Ok(Prefilled { cache, logits, key_valid })
+    }
+
+    /// One decode step: feeds `next` (one token per batch slot; slots whose row is no longer
+    /// `running` feed padding that no later query attends to) at each slot's next position and
+    /// returns the next logits `[slots, 1, vocab]`.
+    fn decode_step(
+        &self,
+        next: Vec<u32>,
+        running: &[bool],
+        key_valid: &mut [Vec<bool>],
+        next_pos: &mut [usize],
+        cache: &mut KvCache,
+    ) -> Result<Tensor> {
+        let model = self.model();
+        let dev = model.device().clone();
+        let n = running.len();
+        let step_valid: Vec<Vec<bool>> = running.iter().map(|&r| vec![r]).collect();
+        for (kv, &r) in key_valid.iter_mut().zip(running) {
+            kv.push(r);
+        }
+        let ids = Tensor::from_vec(next, (n, 1), &dev)?;
+        let pos = positions(&step_valid, next_pos, &dev)?;
+        for (p, &r) in next_pos.iter_mut().zip(running) {
+            *p += usize::from(r);
+        }
+        let mask = attention_mask(key_valid, 1, model.dtype(), &dev)?;
+        model.forward(&ids, &pos, &mask, Some(cache), 0, Kernels::Fused)
     }
 
     fn finish(&self, row: Row, reason: FinishReason) -> Result<Generation> {

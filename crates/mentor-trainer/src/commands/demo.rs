@@ -23,7 +23,7 @@ pub use crate::cli::DemoArgs;
 use crate::config::TrainConfig;
 use crate::curriculum::Phase;
 use crate::pretrain::{pretrain, probe, ProbeCut, ProbeRow};
-use crate::report::{load_run, write_report};
+use crate::report::{load_run, write_report, ReportSummary};
 use crate::train::prompts;
 
 /// What `pretrained/meta.json` records.
@@ -297,7 +297,35 @@ pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
     let warm: Vec<Phase> = schedule[..schedule.len().saturating_sub(1)].to_vec();
     let warm_steps: usize = warm.iter().map(|p| p.steps).sum();
     let total = cfg.total_steps();
-    // Fresh runs every time: remove earlier warm-ups and arms.
+    remove_earlier_runs(&out, args)?;
+    if warm_steps > 0 {
+        let jobs = warmup_jobs(&out, &args.seeds, &warm, warm_steps);
+        run_jobs(jobs, parallel, child_threads, &args.config, &base, &mp)?;
+    }
+    let (jobs, dirs) = arm_jobs(&out, args, total, warm_steps);
+    run_jobs(jobs, parallel, child_threads, &args.config, &base, &mp)?;
+    let runs = dirs.iter().map(|d| load_run(d)).collect::<std::result::Result<Vec<_>, _>>()?;
+    let report_dir = out.join("report");
+    let summary =
+        write_report(&runs, &report_dir, "MENTOR demo: zero-reward collapse after a difficulty jump")?;
+    let summary_json = report_dir.join(crate::report::SUMMARY_JSON);
+    crate::jsonl::write_json(&summary_json, &summary.paired)?;
+    let secs = started.elapsed().as_secs_f64();
+    print_table(&summary);
+    eprintln!(
+        "\ndemo finished in {:.1} min; report: {}; summary: {}",
+        secs / 60.0,
+        summary.markdown.display(),
+        summary_json.display()
+    );
+    if args.json {
+        print_json(&summary, &summary_json, secs);
+    }
+    Ok(())
+}
+
+/// Fresh runs every time: removes earlier warm-ups and arms of these seeds.
+fn remove_earlier_runs(out: &Path, args: &DemoArgs) -> Result<()> {
     for seed in &args.seeds {
         for name in std::iter::once("warmup").chain(args.arms.iter().map(|a| a.name())) {
             let d = out.join(format!("{name}-s{seed}"));
@@ -306,31 +334,37 @@ pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
             }
         }
     }
-    if warm_steps > 0 {
-        let jobs = args
-            .seeds
-            .iter()
-            .map(|seed| {
-                let dir = out.join(format!("warmup-s{seed}"));
-                Job {
-                    name: format!("warmup-s{seed}"),
-                    sets: vec![
-                        format!("run.output_dir={}", dir.display()),
-                        format!("run.seed={seed}"),
-                        format!("run.name=warmup-s{seed}"),
-                        "strategy.arm=vanilla".into(),
-                        format!("curriculum.schedule={}", phases_toml(&warm)),
-                        "run.steps=0".into(),
-                    ],
-                    dir,
-                    resume: false,
-                    steps: warm_steps,
-                    from: None,
-                }
-            })
-            .collect();
-        run_jobs(jobs, parallel, child_threads, &args.config, &base, &mp)?;
-    }
+    Ok(())
+}
+
+/// One vanilla warm-up run per seed over the schedule's phases before the last.
+fn warmup_jobs(out: &Path, seeds: &[u64], warm: &[Phase], warm_steps: usize) -> Vec<Job> {
+    seeds
+        .iter()
+        .map(|seed| {
+            let dir = out.join(format!("warmup-s{seed}"));
+            Job {
+                name: format!("warmup-s{seed}"),
+                sets: vec![
+                    format!("run.output_dir={}", dir.display()),
+                    format!("run.seed={seed}"),
+                    format!("run.name=warmup-s{seed}"),
+                    "strategy.arm=vanilla".into(),
+                    format!("curriculum.schedule={}", phases_toml(warm)),
+                    "run.steps=0".into(),
+                ],
+                dir,
+                resume: false,
+                steps: warm_steps,
+                from: None,
+            }
+        })
+        .collect()
+}
+
+/// One run per seed and arm, resumed from the seed's warm-up when there is one; with their
+/// directories in the same order.
+fn arm_jobs(out: &Path, args: &DemoArgs, total: usize, warm_steps: usize) -> (Vec<Job>, Vec<PathBuf>) {
     let mut jobs = Vec::new();
     let mut dirs = Vec::new();
     for seed in &args.seeds {
@@ -352,14 +386,12 @@ pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
             });
         }
     }
-    run_jobs(jobs, parallel, child_threads, &args.config, &base, &mp)?;
-    let runs = dirs.iter().map(|d| load_run(d)).collect::<std::result::Result<Vec<_>, _>>()?;
-    let report_dir = out.join("report");
-    let summary =
-        write_report(&runs, &report_dir, "MENTOR demo: zero-reward collapse after a difficulty jump")?;
-    let summary_json = report_dir.join(crate::report::SUMMARY_JSON);
-    crate::jsonl::write_json(&summary_json, &summary.paired)?;
-    let secs = started.elapsed().as_secs_f64();
+    (jobs, dirs)
+}
+
+/// The demo's table on stderr: per arm the final hard pass@1, its interval, the ZRF after
+/// the jump and the interventions; then the paired differences.
+fn print_table(summary: &ReportSummary) {
     let fmt = |a: &Option<crate::report::Agg>| {
         a.as_ref().map_or("–".to_string(), |a| format!("{:.3} ({:.3}–{:.3})", a.mean, a.min, a.max))
     };
@@ -394,32 +426,27 @@ pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
             p.seeds
         );
     }
-    eprintln!(
-        "\ndemo finished in {:.1} min; report: {}; summary: {}",
-        secs / 60.0,
-        summary.markdown.display(),
-        summary_json.display()
-    );
-    if args.json {
-        let rows: Vec<serde_json::Value> = summary
-            .table
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "arm": r.arm, "seeds": r.seeds,
-                    "pass1": r.pass1.as_ref().map(|a| a.mean),
-                    "mean_zrf": r.mean_zrf.as_ref().map(|a| a.mean),
-                    "interventions": r.interventions.as_ref().map(|a| a.mean),
-                    "rescue_rate": r.rescue_rate.as_ref().map(|a| a.mean),
-                })
-            })
-            .collect();
-        println!(
-            "{}",
+}
+
+/// `--json`: one line with the report's paths, the wall time and each arm's means.
+fn print_json(summary: &ReportSummary, summary_json: &Path, secs: f64) {
+    let rows: Vec<serde_json::Value> = summary
+        .table
+        .iter()
+        .map(|r| {
             serde_json::json!({
-                "report": summary.markdown, "summary": summary_json, "seconds": secs, "arms": rows,
+                "arm": r.arm, "seeds": r.seeds,
+                "pass1": r.pass1.as_ref().map(|a| a.mean),
+                "mean_zrf": r.mean_zrf.as_ref().map(|a| a.mean),
+                "interventions": r.interventions.as_ref().map(|a| a.mean),
+                "rescue_rate": r.rescue_rate.as_ref().map(|a| a.mean),
             })
-        );
-    }
-    Ok(())
+        })
+        .collect();
+    println!(
+        "{}",
+        serde_json::json!({
+            "report": summary.markdown, "summary": summary_json, "seconds": secs, "arms": rows,
+        })
+    );
 }
