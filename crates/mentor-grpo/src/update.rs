@@ -82,9 +82,9 @@ impl Updater {
     /// Run one update on `batch`. `logps_for(rows)` must return the current policy's
     /// log-probs for those batch rows, in that order, with `seq` equal to the mask's.
     ///
-    /// Set-up ([`Window::new`]: checks, advantages, the rows that can carry a gradient, the
+    /// Set-up (`Window::new`: checks, advantages, the rows that can carry a gradient, the
     /// mask, fixed old log-probs, micro-batches), then `num_iterations` optimizer steps over
-    /// the micro-batches ([`Updater::iterate`]), then the step metrics.
+    /// the micro-batches (`Updater::iterate`), then the step metrics.
     pub fn update<F, E>(&mut self, batch: &RolloutBatch, mut logps_for: F) -> Result<StepMetrics>
     where
         F: FnMut(&[usize]) -> std::result::Result<PolicyOutput, E>,

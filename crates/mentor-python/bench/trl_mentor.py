@@ -105,18 +105,10 @@ def math_verify_reward(site):
     return reward
 
 
-def run_arm(args, arm, rows):
-    import datasets
-    import torch
-    from transformers import TrainerCallback
-    import mentor_rl
-    from mentor_rl.trl import Intervention, MentorGRPOTrainer, math_reward
-
-    torch.manual_seed(args.seed)
-    model, tok = load_gguf(args.gguf)
-    ds = datasets.Dataset.from_list(rows)
+def arm_config(args, name):
+    """The run's GRPOConfig (the step bench's CPU recipe, dataset order kept)."""
     cfg = cpu_grpo_config(
-        output_dir=tempfile.mkdtemp(prefix=f"trl-mentor-{arm}-"),
+        output_dir=tempfile.mkdtemp(prefix=f"trl-mentor-{name}-"),
         rows=args.prompts * args.group,
         group=args.group,
         new_tokens=args.new_tokens,
@@ -125,8 +117,12 @@ def run_arm(args, arm, rows):
         seed=args.seed,
     )
     cfg.shuffle_dataset = False
-    logs = []
-    step_seconds = []
+    return cfg
+
+
+def recorder(logs, step_seconds):
+    """A callback that appends each step's seconds and each training log (with its step)."""
+    from transformers import TrainerCallback
 
     class Recorder(TrainerCallback):
         def on_step_begin(self, a, state, control, **kw):
@@ -137,11 +133,26 @@ def run_arm(args, arm, rows):
 
         def on_log(self, a, state, control, logs=None, **kw):
             if logs and "loss" in logs:
-                logs_copy = dict(logs)
-                logs_copy["step"] = state.global_step
-                logs_list.append(logs_copy)
+                entry = dict(logs)
+                entry["step"] = state.global_step
+                logs_list.append(entry)
 
     logs_list = logs
+    return Recorder()
+
+
+def run_arm(args, arm, rows):
+    import datasets
+    import torch
+    import mentor_rl
+    from mentor_rl.trl import Intervention, MentorGRPOTrainer, math_reward
+
+    torch.manual_seed(args.seed)
+    model, tok = load_gguf(args.gguf)
+    ds = datasets.Dataset.from_list(rows)
+    cfg = arm_config(args, arm)
+    logs = []
+    step_seconds = []
     mentor = mentor_rl.Mentor("rules") if arm == "mentor" else None
     ours = Timed("math_reward", math_reward)
     reward_funcs = [ours]
@@ -166,7 +177,7 @@ def run_arm(args, arm, rows):
         train_dataset=ds,
         mentor=mentor,
         intervention=Intervention(credit=args.credit, start_level=args.start_level),
-        callbacks=[Recorder()],
+        callbacks=[recorder(logs, step_seconds)],
     )
     trainer.train()
 
@@ -224,7 +235,6 @@ def run_ddp(args, rows):
     import datasets
     import torch
     from accelerate.utils import gather_object
-    from transformers import TrainerCallback
     import mentor_rl
     from mentor_rl.trl import Intervention, MentorGRPOTrainer, math_reward
 
@@ -232,30 +242,8 @@ def run_ddp(args, rows):
     world = int(os.environ["WORLD_SIZE"])
     torch.manual_seed(args.seed)
     model, tok = load_gguf(args.gguf)
-    cfg = cpu_grpo_config(
-        output_dir=tempfile.mkdtemp(prefix=f"trl-mentor-ddp{rank}-"),
-        rows=args.prompts * args.group,
-        group=args.group,
-        new_tokens=args.new_tokens,
-        lr=args.lr,
-        steps=args.steps,
-        seed=args.seed,
-    )
-    cfg.shuffle_dataset = False
+    cfg = arm_config(args, f"ddp{rank}")
     logs, step_seconds = [], []
-
-    class Recorder(TrainerCallback):
-        def on_step_begin(self, a, state, control, **kw):
-            self.t0 = time.perf_counter()
-
-        def on_step_end(self, a, state, control, **kw):
-            step_seconds.append(time.perf_counter() - self.t0)
-
-        def on_log(self, a, state, control, logs=None, **kw):
-            if logs and "loss" in logs:
-                logs_list.append(dict(logs))
-
-    logs_list = logs
     mentor = Counting(mentor_rl.Mentor("rules"), decline=rank != 0)
     trainer = MentorGRPOTrainer(
         model=model,
@@ -265,7 +253,7 @@ def run_ddp(args, rows):
         train_dataset=datasets.Dataset.from_list(rows),
         mentor=mentor,
         intervention=Intervention(credit=args.credit, start_level=args.start_level),
-        callbacks=[Recorder()],
+        callbacks=[recorder(logs, step_seconds)],
     )
     t0 = time.perf_counter()
     trainer.train()

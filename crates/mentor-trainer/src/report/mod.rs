@@ -3,7 +3,7 @@
 //! [`load_run`] reads one run directory as the trainer's own record types
 //! ([`crate::train::StepRecord`], [`crate::eval::EvalRow`], [`crate::train::InterventionEntry`]);
 //! [`write_report`] turns a set of runs into `report.md` (per-run and per-arm tables, the
-//! [`paired`] comparison of final accuracy per seed with bootstrap intervals, training
+//! `paired` comparison of final accuracy per seed with bootstrap intervals, training
 //! dynamics, the hints of each hint-giving arm) plus SVG plots (`reward.svg`, `zrf.svg`,
 //! `interventions.svg`, one per recorded training-dynamics number such as `grad_norm.svg`,
 //! `eval_level_<L>.svg`) in an output directory. Every file is written atomically (temp file

@@ -50,7 +50,7 @@ pub struct Bootstrap {
     pub resamples: usize,
     /// Coverage of the percentile intervals, in (0, 1).
     pub level: f64,
-    /// Seed of the resampling RNG (see [`resamples`]).
+    /// Seed of the resampling RNG (see `resamples` in this module).
     pub seed: u64,
 }
 
