@@ -165,12 +165,18 @@ pub fn parse_request(body: &[u8], cfg: &ServiceConfig, fallback_seed: u64) -> Re
     }
     let mut messages = Vec::with_capacity(req.messages.len());
     for (i, m) in req.messages.into_iter().enumerate() {
-        if !matches!(m.role.as_str(), "system" | "user" | "assistant" | "developer") {
-            return Err(Reply::invalid(
-                format!("messages[{i}].role `{}` is not one of system, developer, user, assistant", m.role),
-                "messages",
-            ));
-        }
+        // Chat templates know `system`; `developer` is OpenAI's newer name for it.
+        let role = match m.role.as_str() {
+            "system" | "developer" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            other => {
+                return Err(Reply::invalid(
+                    format!("messages[{i}].role `{other}` is not one of system, developer, user, assistant"),
+                    "messages",
+                ))
+            }
+        };
         let content = match m.content {
             None => String::new(),
             Some(Content::Text(t)) => t,
@@ -189,12 +195,6 @@ pub fn parse_request(body: &[u8], cfg: &ServiceConfig, fallback_seed: u64) -> Re
                 }
                 text
             }
-        };
-        // Chat templates know `system`; `developer` is OpenAI's newer name for it.
-        let role = match m.role.as_str() {
-            "system" | "developer" => Role::System,
-            "user" => Role::User,
-            _ => Role::Assistant, // checked above: the only other role accepted
         };
         messages.push(Message { role, content });
     }
