@@ -1,7 +1,7 @@
 //! Batched sampling with a KV cache.
 //!
 //! Prompts are left-padded into one batch; each row gets its own RoPE positions and a
-//! key-padding mask ([`crate::batch`]), so a row's result does not depend on the other rows
+//! key-padding mask (`batch.rs`), so a row's result does not depend on the other rows
 //! (greedy batched output equals one-at-a-time output; see the tests). The prompt is run once
 //! (prefill), then one token per step against the cache, with the fused no-grad kernels.
 //! Rows that finish keep a masked pad slot until enough of them have (an eighth of the batch):

@@ -1065,4 +1065,132 @@ mod tests {
         let diff = (got - want).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
         assert!(diff < 1e-12, "{diff}");
     }
+
+    // ---------------------------------------------------------------------------------------
+    // The per-kernel timing table (a report, not a check of speed: run it with
+    // `cargo test --release -p mentor-policy --lib kernel_timing -- --ignored --nocapture`).
+
+    use std::time::Instant;
+
+    use crate::config::Config;
+    use crate::kernels;
+
+    /// Milliseconds of one forward + backward of `op` on `args` (as trainable variables), best of 5
+    /// rounds of `reps`.
+    fn time_op(
+        args: &[Tensor],
+        reps: usize,
+        op: &dyn Fn(&[Tensor]) -> candle_core::Result<Tensor>,
+    ) -> candle_core::Result<f64> {
+        let vars: Vec<Var> = args.iter().map(Var::from_tensor).collect::<candle_core::Result<_>>()?;
+        let ts: Vec<Tensor> = vars.iter().map(|v| v.as_tensor().clone()).collect();
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let t = Instant::now();
+            for _ in 0..reps {
+                let g = op(&ts)?.sum_all()?.backward()?;
+                std::hint::black_box(&g);
+            }
+            best = best.min(t.elapsed().as_secs_f64() * 1e3 / reps as f64);
+        }
+        Ok(best)
+    }
+
+    /// Fused kernels against the composite ops they replace, on the shapes of
+    /// `examples/train_step.rs`'s workload: each pair must agree (forward), and the table gives
+    /// milliseconds of forward + backward per training step.
+    fn kernel_table(b: usize, t: usize, c: usize, cfg: &Config) -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let (hidden, heads, hd, inter, vocab) =
+            (cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim(), cfg.intermediate_size, cfg.vocab_size);
+        let layers = cfg.num_hidden_layers;
+        let scores = Tensor::randn(0f32, 1., (b, heads, t, t), &dev)?;
+        let mut m = vec![0f32; b * t * t];
+        for (i, v) in m.iter_mut().enumerate() {
+            if i % t > (i / t) % t {
+                *v = -1e9;
+            }
+        }
+        let mask = Tensor::from_vec(m, (b, 1, t, t), &dev)?;
+        let x = Tensor::randn(0f32, 1., (b, t, hidden), &dev)?;
+        let w = Tensor::randn(1f32, 0.1, hidden, &dev)?;
+        let q = Tensor::randn(0f32, 1., (b, t, heads, hd), &dev)?;
+        let f = Tensor::randn(0f32, 1., (b, t, hd / 2), &dev)?;
+        let (cos, sin) = (f.cos()?, f.sin()?);
+        let gate = Tensor::randn(0f32, 1., (b, t, inter), &dev)?;
+        let up = Tensor::randn(0f32, 1., (b, t, inter), &dev)?;
+        let logits = Tensor::randn(0f32, 1., (b, c, vocab), &dev)?;
+        let targets = Tensor::from_vec((0..b * c).map(|i| (i % vocab) as u32).collect(), (b, c), &dev)?;
+        let scale = 1.0 / (hd as f64).sqrt();
+        let mask5 = mask.reshape((b, 1, t, t))?;
+        let rope_composite = |x: &Tensor| -> candle_core::Result<Tensor> {
+            let half = hd / 2;
+            let (cos, sin) = (cos.unsqueeze(1)?, sin.unsqueeze(1)?);
+            let x1 = x.narrow(D::Minus1, 0, half)?;
+            let x2 = x.narrow(D::Minus1, half, half)?;
+            let r1 = (x1.broadcast_mul(&cos)? - x2.broadcast_mul(&sin)?)?;
+            let r2 = (x2.broadcast_mul(&cos)? + x1.broadcast_mul(&sin)?)?;
+            Tensor::cat(&[r1, r2], D::Minus1)
+        };
+        type Op<'a> = Box<dyn Fn(&[Tensor]) -> candle_core::Result<Tensor> + 'a>;
+        let rows: Vec<(&str, usize, Vec<Tensor>, Op, Op)> = vec![
+            (
+                "masked softmax",
+                layers,
+                vec![scores],
+                Box::new(|a| candle_nn::ops::softmax(&(&a[0] * scale)?.broadcast_add(&mask5)?, D::Minus1)),
+                Box::new(|a| kernels::masked_softmax(&a[0], &mask, scale)),
+            ),
+            (
+                "rms norm",
+                2 * layers + 1,
+                vec![x, w],
+                Box::new(|a| candle_nn::ops::rms_norm_slow(&a[0], &a[1], 1e-5)),
+                Box::new(|a| kernels::rms_norm(&a[0], &a[1], 1e-5)),
+            ),
+            (
+                "rope",
+                2 * layers,
+                vec![q],
+                Box::new(|a| rope_composite(&a[0].transpose(1, 2)?)),
+                Box::new(|a| kernels::rope(&a[0].transpose(1, 2)?, &cos, &sin)),
+            ),
+            (
+                "swiglu",
+                layers,
+                vec![gate, up],
+                Box::new(|a| a[0].silu()? * &a[1]),
+                Box::new(|a| kernels::swiglu(&a[0], &a[1])),
+            ),
+            (
+                "token logprobs",
+                1,
+                vec![logits],
+                Box::new(|a| {
+                    let lp = candle_nn::ops::log_softmax(&a[0], D::Minus1)?;
+                    lp.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?.squeeze(D::Minus1)
+                }),
+                Box::new(|a| kernels::token_logprobs(&a[0], &targets)),
+            ),
+        ];
+        println!("kernel (forward + backward)   calls/step   composite ms/step   fused ms/step");
+        for (name, calls, args, composite, fused) in rows {
+            let diff = (composite(&args)? - fused(&args)?)?.abs()?.max_all()?.to_scalar::<f32>()?;
+            assert!(diff < 1e-4, "{name}: fused and composite differ by {diff}");
+            let a = time_op(&args, 3, &composite)? * calls as f64;
+            let f = time_op(&args, 3, &fused)? * calls as f64;
+            println!("{name:<30}{calls:>10}{a:>20.1}{f:>16.1}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    #[ignore = "a timing report: run with --release -- --ignored --nocapture"]
+    fn kernel_timing_against_composite_ops() {
+        // `examples/train_step.rs`'s tiny model and batch: 64 rows, ~80-token completions.
+        let mut cfg = Config::tiny(0, 64, 3, 4, 4);
+        cfg.intermediate_size = 170;
+        cfg.vocab_size = 32;
+        kernel_table(64, 91, 90, &cfg).unwrap();
+    }
 }

@@ -9,9 +9,9 @@
 //! - [`Policy::generate`]: batched sampling with a KV cache, left padding, per-row positions,
 //!   greedy / temperature / top-k / top-p, stop ids and strings, seeded.
 //! - [`Policy::logprobs`]: differentiable per-token log-probs (and entropy) of completions,
-//!   on CPU through the fused kernels-with-backward of [`kernels`].
-//! - [`matmul`]: the linear layers' `x · Wᵀ` for small batches (decoding) on AVX2 CPUs,
-//!   without repacking the weights on every call.
+//!   on CPU through the crate's fused kernels with a backward pass (masked softmax, RMSNorm,
+//!   RoPE, SwiGLU, token log-probs), and the linear layers' `x · Wᵀ` for small batches
+//!   (decoding) on AVX2 CPUs without repacking the weights on every call.
 //! - [`Policy::save`] / [`Policy::frozen_copy`]: atomic checkpoints and a KL reference.
 //! - [`Policy::char_level`]: a from-scratch model with a character tokenizer (the demo's).
 //!
@@ -34,23 +34,23 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod batch;
+mod batch;
 pub mod chat_template;
 mod checkpoint;
 pub mod config;
 mod error;
 pub mod generate;
 pub mod gguf;
-pub mod kernels;
+mod kernels;
 pub mod logprobs;
-pub mod matmul;
+mod matmul;
 pub mod model;
 mod policy;
 pub mod sampling;
 pub mod source;
 pub mod threads;
 pub mod tokenizer;
-pub mod vexp;
+mod vexp;
 
 pub use chat_template::{ChatTemplate, Message, Role};
 pub use config::Config;

@@ -11,14 +11,17 @@
 //! prompt's keys and values (selected per row, in the graph) before their own. The logits of
 //! the last prompt column (which predict the first completion token) come from the prompt
 //! pass. In a GRPO step of `G` prompts and `B = G x group` rows this removes the prompt
-//! columns of all but one row per group from the forward and the backward.
+//! columns of all but one row per group from the forward and the backward. The completion
+//! columns are packed too: the norms, linear layers, MLP and LM head run only on each row's
+//! real columns (attention on the padded layout), so completions shorter than the longest
+//! cost no padding columns.
 
 use candle_core::{Tensor, D};
 
 use crate::batch::{attention_mask, distinct_rows, left_pad, positions};
 use crate::error::{Error, Result};
 use crate::kernels;
-use crate::model::{Attend, Kernels, SharedPrefix};
+use crate::model::{Attend, Kernels, Packing, SharedPrefix};
 use crate::policy::Policy;
 
 /// Options of [`Policy::logprobs`].
@@ -121,8 +124,12 @@ impl Policy {
         } else {
             (Vec::new(), Vec::new())
         };
-        let logits = if opts.share_prompts && distinct.len() < b {
-            self.shared_prompt_logits(&distinct, &row_prompt, completions, c_len, opts.kernels)?
+        // Packed (shared prompts): logits `[1, L, vocab]` of the real completion columns, the
+        // targets in that order and each padded position's index among them; else `[B, C, vocab]`.
+        let (logits, packed) = if opts.share_prompts && distinct.len() < b {
+            let (logits, targets, unpack) =
+                self.shared_prompt_logits(&distinct, &row_prompt, completions, c_len, opts.kernels)?;
+            (logits, Some((targets, unpack)))
         } else {
             // Input columns: the last token of a row never predicts a completion token, so `t`
             // stops one short and the logits from `p_len - 1` on are exactly the `c_len` needed
@@ -140,26 +147,40 @@ impl Policy {
             let ids = Tensor::from_vec(ids, (b, t), &dev)?;
             let pos = positions(&valid, &vec![0; b], &dev)?;
             let att = attention_mask(&valid, t, dtype, &dev)?;
-            model.forward(&ids, &pos, &att, None, p_len - 1, opts.kernels)?
+            (model.forward(&ids, &pos, &att, None, p_len - 1, opts.kernels)?, None)
         };
         let logits = if opts.temperature == 1.0 { logits } else { (logits / opts.temperature)? };
-        let targets = Tensor::from_vec(targets, (b, c_len), &dev)?;
         let mask = Tensor::from_vec(mask, (b, c_len), &dev)?.to_dtype(dtype)?;
+        // Per-token values in the logits' layout, then `[B, C]` with zeros at padding.
+        let (targets, to_rows): (Tensor, Box<dyn Fn(Tensor) -> Result<Tensor>>) = match packed {
+            Some((targets, unpack)) => {
+                let l = targets.len();
+                let unpack = Tensor::from_vec(unpack, b * c_len, &dev)?;
+                let to_rows = move |x: Tensor| -> Result<Tensor> {
+                    let zero = Tensor::zeros(1, x.dtype(), x.device())?;
+                    let x = Tensor::cat(&[&x.reshape(l)?, &zero], 0)?;
+                    Ok(x.index_select(&unpack, 0)?.reshape((b, c_len))?)
+                };
+                (Tensor::from_vec(targets, (1, l), &dev)?, Box::new(to_rows))
+            }
+            None => {
+                let mask = mask.clone();
+                (Tensor::from_vec(targets, (b, c_len), &dev)?, Box::new(move |x: Tensor| Ok((x * &mask)?)))
+            }
+        };
         let (lp, entropy) = if opts.entropy != Entropy::Differentiable && kernels::supported(&logits) {
             // One fused pass (and one backward), no `[B, C, vocab]` log-prob tensor; a metric
             // entropy is one more pass over the logits, outside the graph.
             let entropy = match opts.entropy {
-                Entropy::Metric => Some((kernels::token_entropy(&logits)? * &mask)?),
+                Entropy::Metric => Some(to_rows(kernels::token_entropy(&logits)?)?),
                 _ => None,
             };
             (kernels::token_logprobs(&logits, &targets)?, entropy)
         } else {
             let logp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
             let lp = logp.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?.squeeze(D::Minus1)?;
-            let entropy_of = |logp: &Tensor| -> Result<Tensor> {
-                let h = (logp.exp()? * logp)?.sum(D::Minus1)?.neg()?;
-                Ok((h * &mask)?)
-            };
+            let entropy_of =
+                |logp: &Tensor| -> Result<Tensor> { to_rows((logp.exp()? * logp)?.sum(D::Minus1)?.neg()?) };
             let entropy = match opts.entropy {
                 Entropy::Off => None,
                 Entropy::Metric => Some(entropy_of(&logp.detach())?),
@@ -167,13 +188,19 @@ impl Policy {
             };
             (lp, entropy)
         };
-        Ok(TokenLogProbs { logprobs: (lp * &mask)?, entropy, mask })
+        Ok(TokenLogProbs { logprobs: to_rows(lp)?, entropy, mask })
     }
 }
 
 impl Policy {
-    /// Logits `[B, C, vocab]` of the completion columns, each distinct prompt run once (see the
-    /// module docs). `row_prompt[b]` indexes `distinct`.
+    /// Logits `[1, L, vocab]` of the `L` real completion columns, each distinct prompt run once
+    /// and the completion columns packed (see the module docs). `row_prompt[b]` indexes
+    /// `distinct`. Also returns the `L` targets and, for each position of the `[B, C]` result,
+    /// its index among the `L` columns (`L` at padding).
+    ///
+    /// Layout of the `L` columns: first one per row (the prompt pass's last column, which
+    /// predicts the row's first token; an empty completion's is computed and never read), then
+    /// each row's completion columns but its last, packed.
     fn shared_prompt_logits(
         &self,
         distinct: &[&[u32]],
@@ -181,7 +208,7 @@ impl Policy {
         completions: &[Vec<u32>],
         c_len: usize,
         kernels: Kernels,
-    ) -> Result<Tensor> {
+    ) -> Result<(Tensor, Vec<u32>, Vec<u32>)> {
         let model = self.model();
         let (dev, dtype, fast) = (model.device().clone(), model.dtype(), model.fast(kernels));
         let pad = self.tokenizer().pad_id();
@@ -195,29 +222,45 @@ impl Policy {
         let x = model.body(&ids, &pos, &att, Attend::Cache(None), Some(&mut layers), kernels, fast)?;
         let rows = Tensor::from_vec(row_prompt.iter().map(|&r| r as u32).collect::<Vec<_>>(), b, &dev)?;
         // The last prompt column predicts each row's first completion token.
-        let first = x.narrow(1, p - 1, 1)?.contiguous()?.index_select(&rows, 0)?;
+        let first = x.narrow(1, p - 1, 1)?.contiguous()?.index_select(&rows, 0)?.reshape((1, b, ()))?;
         // 2. Each row's completion columns but the last, after its prompt's keys and values.
         let s = c_len - 1;
-        let hidden = if s == 0 {
+        let real: Vec<usize> = completions.iter().map(|c| c.len().saturating_sub(1)).collect();
+        let n: usize = real.iter().sum();
+        let mut targets: Vec<u32> = completions.iter().map(|c| c.first().copied().unwrap_or(0)).collect();
+        let mut unpack = vec![(b + n) as u32; b * c_len];
+        let mut next = b;
+        for (row, c) in completions.iter().enumerate() {
+            if !c.is_empty() {
+                unpack[row * c_len] = row as u32;
+            }
+            for (j, &tok) in c.iter().enumerate().skip(1) {
+                unpack[row * c_len + j] = next as u32;
+                targets.push(tok);
+                next += 1;
+            }
+        }
+        let hidden = if n == 0 {
             first
         } else {
-            let mut ids = Vec::with_capacity(b * s);
+            let mut ids = Vec::with_capacity(n);
             let mut keys = Vec::with_capacity(b);
             let mut start = Vec::with_capacity(b);
-            for (c, &r) in completions.iter().zip(row_prompt) {
-                ids.extend(c.iter().copied().chain(std::iter::repeat(pad)).take(s));
+            for ((c, &r), &real) in completions.iter().zip(row_prompt).zip(&real) {
+                ids.extend_from_slice(&c[..real]);
                 let mut k = valid[r].clone();
-                k.extend((0..s).map(|j| j < c.len()));
+                k.extend((0..s).map(|j| j < real));
                 keys.push(k);
                 start.push(distinct[r].len());
             }
-            let ids = Tensor::from_vec(ids, (b, s), &dev)?;
+            let ids = Tensor::from_vec(ids, (1, n), &dev)?;
             let pos = positions(&vec![vec![true; s]; b], &start, &dev)?;
             let att = attention_mask(&keys, s, dtype, &dev)?;
-            let prefix = SharedPrefix { layers, rows };
+            let packed = Some(Packing::new(&real, s, &dev)?);
+            let prefix = SharedPrefix { layers, rows, packed };
             let rest = model.body(&ids, &pos, &att, Attend::Prefix(&prefix), None, kernels, fast)?;
             Tensor::cat(&[&first, &rest], 1)?
         };
-        model.head(&hidden, kernels, fast)
+        Ok((model.head(&hidden, kernels, fast)?, targets, unpack))
     }
 }

@@ -1,8 +1,8 @@
 //! The Llama-family decoder, written with candle ops whose backward is implemented.
 //!
 //! One set of weights, two kernel choices ([`Kernels`]): `Differentiable` uses only ops with a
-//! backward pass, so every weight gets a gradient: on CPU in f32/f64 the fused kernels of
-//! [`crate::kernels`] (masked scaled softmax, RMSNorm, RoPE, SwiGLU, each one pass forward and
+//! backward pass, so every weight gets a gradient: on CPU in f32/f64 the crate's fused kernels
+//! (masked scaled softmax, RMSNorm, RoPE, SwiGLU, each one pass forward and
 //! one backward), elsewhere composite primitive ops (slow-path RMSNorm, max/exp/sum softmax,
 //! RoPE by narrow/mul/cat). `Fused` uses candle-nn's fused RMSNorm, softmax and RoPE kernels,
 //! which **detach the graph** (they are `apply_op*_no_bwd` in candle) and are only for no-grad
@@ -27,7 +27,7 @@ use crate::matmul;
 pub enum Kernels {
     /// Fused candle-nn kernels: faster, **no gradient flows through them**. For sampling.
     Fused,
-    /// Ops with backward everywhere (fused ones of [`crate::kernels`] on CPU in f32/f64,
+    /// Ops with backward everywhere (fused ones of the crate's kernels on CPU in f32/f64,
     /// primitive ones otherwise). For log-probs that are trained on.
     Differentiable,
 }
@@ -281,7 +281,8 @@ impl Model {
     /// - `ids`: `[B, T]` u32 token ids (pad positions may hold any valid id).
     /// - `positions`: `[B, T]` u32 RoPE positions (per row, so left-padded rows start at 0).
     /// - `mask`: additive `[B, 1, T, past + T]` mask in the model dtype (0 = attend, a large
-    ///   finite negative = blocked), built by [`crate::batch::attention_mask`].
+    ///   finite negative such as `-1e9` = blocked; not `-inf`, so that a query row seeing only
+    ///   padding gets a NaN-free softmax): causal, and blocking padded keys.
     /// - `cache`: when given, keys/values of this call are appended and earlier ones attended.
     ///   The cache is for no-grad decoding: gradients do not flow through cached keys and
     ///   values (they are copied into its buffers).
@@ -355,7 +356,29 @@ impl Model {
         kernels: Kernels,
         fast: bool,
     ) -> Result<Tensor> {
-        let (b, t) = ids.dims2()?;
+        let packed = match &attend {
+            Attend::Prefix(p) => p.packed.as_ref(),
+            Attend::Cache(_) => None,
+        };
+        // Packed rows: `ids` is `[1, N]`, the real columns of a `[B, T]` batch; every op but
+        // attention runs on those `N` columns only.
+        let (b, t) = match packed {
+            Some(pk) => {
+                if ids.dims() != [1, pk.n] {
+                    return Err(Error::InvalidRequest(format!(
+                        "packed ids {:?}, expected [1, {}]",
+                        ids.dims(),
+                        pk.n
+                    )));
+                }
+                (pk.b, pk.t)
+            }
+            None => ids.dims2()?,
+        };
+        let (xb, xt) = match packed {
+            Some(pk) => (1, pk.n),
+            None => (b, t),
+        };
         let cfg = &self.cfg;
         let (hd, nh, nkv) = (cfg.head_dim(), cfg.num_attention_heads, cfg.kv_heads());
         let n_rep = nh / nkv;
@@ -396,12 +419,20 @@ impl Model {
         let sin = freqs.sin()?.to_dtype(self.dtype)?.contiguous()?;
         let mask5 = mask.reshape((b, 1, 1, t, tk))?;
         let scale = 1.0 / (hd as f64).sqrt();
-        let mut x = self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((b, t, cfg.hidden_size))?;
+        let mut x = self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((xb, xt, cfg.hidden_size))?;
+        // `[xb, xt, heads * hd]` -> `[B, heads, T, hd]` (padded again when packed).
+        let heads = |y: Tensor, n: usize| -> Result<Tensor> {
+            let y = match packed {
+                Some(pk) => pk.pad(&y)?,
+                None => y,
+            };
+            Ok(y.reshape((b, t, n, hd))?.transpose(1, 2)?)
+        };
         for (li, l) in self.layers.iter().enumerate() {
             let h = self.rms(&x, &l.ln1, kernels, fast)?;
-            let q = lin(&l.q, &h)?.reshape((b, t, nh, hd))?.transpose(1, 2)?;
-            let k = lin(&l.k, &h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?;
-            let v = lin(&l.v, &h)?.reshape((b, t, nkv, hd))?.transpose(1, 2)?.contiguous()?;
+            let q = heads(lin(&l.q, &h)?, nh)?;
+            let k = heads(lin(&l.k, &h)?, nkv)?;
+            let v = heads(lin(&l.v, &h)?, nkv)?.contiguous()?;
             let q = Self::rope(&q, &cos, &sin, kernels, fast)?;
             let k = Self::rope(&k, &cos, &sin, kernels, fast)?;
             if let Some(r) = record.as_deref_mut() {
@@ -438,6 +469,10 @@ impl Model {
             };
             let y = att.matmul(&v)?;
             let y = y.reshape((b, nh, t, hd))?.transpose(1, 2)?.reshape((b, t, nh * hd))?;
+            let y = match packed {
+                Some(pk) => pk.pack(&y)?,
+                None => y,
+            };
             x = (x + lin(&l.o, &y)?)?;
             let h = self.rms(&x, &l.ln2, kernels, fast)?;
             let (gate, up) = (lin(&l.gate, &h)?, lin(&l.up, &h)?);
@@ -457,10 +492,69 @@ pub(crate) enum Attend<'a> {
 }
 
 /// Per-layer keys (after RoPE) and values of `G` prompts, `[G, kv_heads, P, head_dim]`, as
-/// recorded by [`Model::body`], and the prompt `rows[b]` of each batch row.
+/// recorded by [`Model::body`], the prompt `rows[b]` of each batch row, and, when given, the
+/// batch rows' real columns packed.
 pub(crate) struct SharedPrefix {
     pub layers: Vec<(Tensor, Tensor)>,
     pub rows: Tensor,
+    pub packed: Option<Packing>,
+}
+
+/// The real columns of a right-padded `[B, T]` batch, packed into `N` columns: the norms, the
+/// linear layers and the MLP run on those only, attention on the padded layout (its padded
+/// queries see zero vectors and are never read; its padded keys are masked).
+pub(crate) struct Packing {
+    b: usize,
+    t: usize,
+    n: usize,
+    /// `[N]`: the padded flat index `row * T + column` of each packed column.
+    gather: Tensor,
+    /// `[B * T]`: the packed index of each padded position, `N` (a zero row) for padding.
+    scatter: Tensor,
+}
+
+impl Packing {
+    /// `real[row]` real columns (a prefix of each row) of a `[B, T]` batch.
+    pub fn new(real: &[usize], t: usize, device: &Device) -> Result<Self> {
+        let b = real.len();
+        if real.iter().any(|&r| r > t) {
+            return Err(Error::InvalidRequest(format!("packing: a row longer than {t} columns")));
+        }
+        let n: usize = real.iter().sum();
+        let mut gather = Vec::with_capacity(n);
+        let mut scatter = Vec::with_capacity(b * t);
+        for (row, &r) in real.iter().enumerate() {
+            for col in 0..t {
+                if col < r {
+                    scatter.push(gather.len() as u32);
+                    gather.push((row * t + col) as u32);
+                } else {
+                    scatter.push(n as u32);
+                }
+            }
+        }
+        Ok(Self {
+            b,
+            t,
+            n,
+            gather: Tensor::from_vec(gather, n, device)?,
+            scatter: Tensor::from_vec(scatter, b * t, device)?,
+        })
+    }
+
+    /// `[1, N, d]` -> `[B, T, d]`, zeros at padding.
+    fn pad(&self, y: &Tensor) -> Result<Tensor> {
+        let d = y.dim(D::Minus1)?;
+        let zero = Tensor::zeros((1, d), y.dtype(), y.device())?;
+        let y = Tensor::cat(&[&y.reshape((self.n, d))?, &zero], 0)?;
+        Ok(y.index_select(&self.scatter, 0)?.reshape((self.b, self.t, d))?)
+    }
+
+    /// `[B, T, d]` -> `[1, N, d]`, the real columns.
+    fn pack(&self, y: &Tensor) -> Result<Tensor> {
+        let d = y.dim(D::Minus1)?;
+        Ok(y.reshape((self.b * self.t, d))?.index_select(&self.gather, 0)?.reshape((1, self.n, d))?)
+    }
 }
 
 impl SharedPrefix {

@@ -140,11 +140,19 @@ fn gradient_matches_finite_differences_in_f64() {
 fn fused_and_differentiable_kernels_agree() {
     let p = tiny_with(DType::F32, 5, |c| c.tie_word_embeddings = false);
     let (prompts, completions) = batch(&p);
-    let a = p.logprobs(&prompts, &completions, &LogProbOptions::default()).unwrap();
-    let fused = LogProbOptions { kernels: Kernels::Fused, ..LogProbOptions::default() };
+    // With the metric entropy, as a GRPO update asks for it (the trainer's metrics-only pass
+    // for rows that carry no gradient uses the fused kernels).
+    let diff = LogProbOptions { entropy: mentor_policy::Entropy::Metric, ..LogProbOptions::default() };
+    let a = p.logprobs(&prompts, &completions, &diff).unwrap();
+    let fused = LogProbOptions { kernels: Kernels::Fused, ..diff };
     let b = p.logprobs(&prompts, &completions, &fused).unwrap();
-    let d = (a.logprobs - b.logprobs).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
-    assert!(d < 1e-5, "max abs difference {d}");
+    let gap = |x: &Tensor, y: &Tensor| {
+        (x - y).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap()
+    };
+    let d = gap(&a.logprobs, &b.logprobs);
+    assert!(d < 1e-5, "log-probs: max abs difference {d}");
+    let d = gap(a.entropy.as_ref().unwrap(), b.entropy.as_ref().unwrap());
+    assert!(d < 1e-5, "entropies: max abs difference {d}");
 }
 
 #[test]

@@ -102,7 +102,6 @@ fn batched_greedy_equals_transformers() {
 fn logits_match_candle_transformers_quantized_llama_dequantised() {
     use candle_core::quantized::gguf_file::Content;
     use candle_core::{Device, Tensor, D};
-    use mentor_policy::batch::{attention_mask, positions};
     use mentor_policy::Kernels;
     // candle's reference with every weight dequantised to f32 (read once per thread, here).
     // Edition 2021: `set_var` is a safe fn; only this test thread reads the variable.
@@ -124,9 +123,11 @@ fn logits_match_candle_transformers_quantized_llama_dequantised() {
     }
     let want = Tensor::stack(&want, 0).unwrap();
     let ids_t = Tensor::new(ids.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap();
-    let valid = vec![vec![true; n]];
-    let pos = positions(&valid, &[0], &Device::Cpu).unwrap();
-    let mask = attention_mask(&valid, n, candle_core::DType::F32, &Device::Cpu).unwrap();
+    // One unpadded row: positions 0..n, and the additive causal mask `Model::forward` takes
+    // (0 = attend, a large negative = blocked).
+    let pos = Tensor::from_vec((0..n as u32).collect::<Vec<_>>(), (1, n), &Device::Cpu).unwrap();
+    let causal: Vec<f32> = (0..n * n).map(|k| if k % n > k / n { -1e9 } else { 0.0 }).collect();
+    let mask = Tensor::from_vec(causal, (1, 1, n, n), &Device::Cpu).unwrap();
     for kernels in [Kernels::Fused, Kernels::Differentiable] {
         let got = p.model().forward(&ids_t, &pos, &mask, None, 0, kernels).unwrap().squeeze(0).unwrap();
         let diff = (&got - &want).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
