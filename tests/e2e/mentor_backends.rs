@@ -15,25 +15,17 @@ use mentor_agents::{AgentMentor, Guard, GuardConfig, Prompts};
 use mentor_core::assets::AssetDir;
 use mentor_core::datasets::Dataset;
 use mentor_core::{
-    AnswerEquivalence, Attempt, Completion, FailureCategory, FinishReason, HintLevel, Intervention, Mentor,
-    MentorRequest, Task,
+    Attempt, Completion, FailureCategory, FinishReason, HintLevel, Intervention, Mentor, MentorRequest, Task,
 };
 use mentor_policy::{LoadOptions, ModelSource, Policy};
 use mentor_trainer::local_mentor::{self as local, LocalConfig, PolicyChat};
 use serde_json::{json, Value};
 
 use crate::{data_dir, mentor};
-
-struct MathEq;
-
-impl AnswerEquivalence for MathEq {
-    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
-        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
-    }
-}
+use mentor_verify_math::MathEquivalence;
 
 fn guard() -> Guard {
-    Guard::new(GuardConfig::default(), Arc::new(MathEq))
+    Guard::new(GuardConfig::default(), Arc::new(MathEquivalence::default()))
 }
 
 fn gguf() -> std::path::PathBuf {

@@ -17,24 +17,17 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use mentor_agents::{AgentMentor, Guard, GuardConfig};
 use mentor_core::datasets::{load_mbpp, Dataset, MbppSplit};
 use mentor_core::{
-    AnswerEquivalence, Attempt, CodeFeedback, CodeOutcome, Completion, FailedTest, Feedback, FinishReason,
-    HintLevel, Mentor, MentorRequest, Verdict,
+    Attempt, CodeFeedback, CodeOutcome, Completion, FailedTest, Feedback, FinishReason, HintLevel, Mentor,
+    MentorRequest, Verdict,
 };
-
-struct MathEq;
-
-impl AnswerEquivalence for MathEq {
-    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
-        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
-    }
-}
+use mentor_verify_math::MathEquivalence;
 
 fn data_dir() -> PathBuf {
     mentor_core::datasets_dir!()
 }
 
 fn bench(c: &mut Criterion) {
-    let mentor = AgentMentor::rules(Guard::new(GuardConfig::default(), Arc::new(MathEq)));
+    let mentor = AgentMentor::rules(Guard::new(GuardConfig::default(), Arc::new(MathEquivalence::default())));
 
     let gsm = Dataset::Gsm8k.load_from_dir(&data_dir()).expect("GSM8K").swap_remove(0);
     let gsm_attempts: Vec<Attempt> = [

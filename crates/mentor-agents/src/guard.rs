@@ -186,15 +186,21 @@ impl Guard {
         }
     }
 
+    /// The answer-like spans of `text` (see [`spans`]), with the checker's notation.
+    fn spans(&self, gold: &Gold, text: &str) -> Vec<(usize, usize)> {
+        let notation = self.equivalence.as_ref().map(|eq| eq.answer_spans(text)).unwrap_or_default();
+        spans(text, gold.words, notation)
+    }
+
     /// Whether any answer-like span of `text`, or the text as a whole, equals the gold.
     fn leaks(&self, gold: &Gold, text: &str) -> bool {
-        self.equal(gold, text) || spans(text, gold.words).iter().any(|(s, e)| self.equal(gold, &text[*s..*e]))
+        self.equal(gold, text) || self.spans(gold, text).iter().any(|(s, e)| self.equal(gold, &text[*s..*e]))
     }
 
     /// Replaces every leaking span by `…`; returns the new text and what was removed.
     fn redact(&self, gold: &Gold, text: &str) -> (String, Vec<String>) {
         let mut hits: Vec<(usize, usize)> =
-            spans(text, gold.words).into_iter().filter(|(s, e)| self.equal(gold, &text[*s..*e])).collect();
+            self.spans(gold, text).into_iter().filter(|(s, e)| self.equal(gold, &text[*s..*e])).collect();
         if hits.is_empty() && self.equal(gold, text) {
             hits.push((0, text.len()));
         }
@@ -258,12 +264,13 @@ impl<'a> Gold<'a> {
 }
 
 /// Byte spans of `text` that could state an answer: numbers (with a following `%`, and
-/// `a/b` fractions), `$..$` / `\(..\)` / `\[..\]` spans, `\boxed{..}` and `\frac{..}{..}`
-/// groups, right-hand sides of `=` up to punctuation, and [`windows`] of words. `words`: the
-/// gold contains words (see [`Gold`]).
-fn spans(text: &str, words: bool) -> Vec<(usize, usize)> {
+/// `a/b` fractions), right-hand sides of `=` up to punctuation, [`windows`] of words, and the
+/// answer checker's own spans `notation` (for math: LaTeX spans, `\boxed{..}`, fractions and
+/// roots, from [`AnswerEquivalence::answer_spans`]). `words`: the gold contains words (see
+/// [`Gold`]).
+fn spans(text: &str, words: bool, notation: Vec<std::ops::Range<usize>>) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
-    let mut out = Vec::new();
+    let mut out: Vec<(usize, usize)> = notation.into_iter().map(|r| (r.start, r.end)).collect();
     let nums = numbers(text);
     for (i, n) in nums.iter().enumerate() {
         let mut end = n.end;
@@ -280,51 +287,6 @@ fn spans(text: &str, words: bool) -> Vec<(usize, usize)> {
                     out.push((n.start, next.end));
                 }
             }
-        }
-    }
-    for (open, close) in [("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")] {
-        let mut from = 0;
-        while let Some(s) = text[from..].find(open).map(|i| i + from) {
-            let inner = s + open.len();
-            let Some(e) = text[inner..].find(close).map(|i| i + inner) else { break };
-            out.push((inner, e));
-            from = e + close.len();
-            if out.len() > 4_000 {
-                break;
-            }
-        }
-    }
-    for cmd in ["\\boxed{", "\\fbox{", "\\frac{", "\\dfrac{", "\\tfrac{", "\\sqrt{"] {
-        let mut from = 0;
-        while let Some(s) = text[from..].find(cmd).map(|i| i + from) {
-            let mut end = s + cmd.len();
-            // One brace group for boxes and roots, two for fractions.
-            let groups = if cmd.contains("frac") { 2 } else { 1 };
-            let mut ok = true;
-            for g in 0..groups {
-                if g > 0 {
-                    if b.get(end) != Some(&b'{') {
-                        ok = false;
-                        break;
-                    }
-                    end += 1;
-                }
-                match matching_brace(b, end) {
-                    Some(close) => end = close + 1,
-                    None => {
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-            if ok {
-                let inner_start = s + cmd.len();
-                out.push((s, end));
-                if cmd == "\\boxed{" || cmd == "\\fbox{" {
-                    out.push((inner_start, end - 1));
-                }
-            }
-            from = s + cmd.len();
         }
     }
     windows(text, words, &mut out);
@@ -513,24 +475,6 @@ fn spelled_number(text: &str) -> Option<String> {
     Some(if percent { format!("{n}\\%") } else { n.to_string() })
 }
 
-/// Index of the `}` closing the group whose content starts at `start` (after its `{`).
-fn matching_brace(b: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 1usize;
-    for (i, &c) in b.iter().enumerate().skip(start).take(10_000) {
-        match c {
-            b'{' => depth += 1,
-            b'}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
 /// Share of the reference's non-trivial lines (≥ 8 characters after normalising spaces, not
 /// comments) that appear as lines in `shown`: the measure [`GuardConfig::max_reference_overlap`]
 /// bounds.
@@ -618,23 +562,28 @@ mod tests {
     #[test]
     fn windows_span_spaced_and_glued_answers() {
         let text = "Check: x = 3 / 4 so Answer:√2 or **18**. Then (B).";
-        let s: Vec<&str> = spans(text, false).iter().map(|(a, b)| &text[*a..*b]).collect();
+        let s: Vec<&str> = spans(text, false, Vec::new()).iter().map(|(a, b)| &text[*a..*b]).collect();
         for want in ["3 / 4", "x = 3 / 4", "√2", "18", "**18**", "B", "(B)"] {
             assert!(s.contains(&want), "{want} not in {s:?}");
         }
         // Runs start and end on answer-like tokens only, unless the gold has words.
         assert!(!s.contains(&"so Answer:√2 or"), "{s:?}");
         assert!(!s.contains(&"Then (B)"));
-        let w: Vec<&str> = spans(text, true).iter().map(|(a, b)| &text[*a..*b]).collect();
+        let w: Vec<&str> = spans(text, true, Vec::new()).iter().map(|(a, b)| &text[*a..*b]).collect();
         assert!(w.contains(&"Then (B)"), "{w:?}");
     }
 
     #[test]
-    fn spans_cover_latex_forms() {
+    fn spans_take_the_checker_notation_besides_numbers() {
         let text = r"so $x = \frac{1}{2}$ and \boxed{0.5}, i.e. 50%";
-        let s: Vec<&str> = spans(text, false).iter().map(|(a, b)| &text[*a..*b]).collect();
-        for want in [r"\frac{1}{2}", "0.5", r"\boxed{0.5}", "50%", r"x = \frac{1}{2}"] {
+        let frac = text.find(r"\frac").unwrap();
+        let notation: Vec<std::ops::Range<usize>> = std::iter::once(frac..frac + 11).collect();
+        let s: Vec<&str> = spans(text, false, notation).iter().map(|(a, b)| &text[*a..*b]).collect();
+        for want in [r"\frac{1}{2}", "0.5", "50%"] {
             assert!(s.contains(&want), "{want} not in {s:?}");
         }
+        // Out-of-range or split-character spans from a checker are dropped, not sliced.
+        let bad: Vec<std::ops::Range<usize>> = [1..2, 0..40].into_iter().collect();
+        assert!(spans("é1", false, bad).iter().all(|(a, b)| "é1".get(*a..*b).is_some()));
     }
 }

@@ -4,27 +4,18 @@
 //! The converse is tested too: hints that do not contain the answer pass unchanged, so the
 //! leak tests cannot be satisfied by a guard that rejects everything.
 //!
-//! The guard is built as the trainer builds it: [`Guard::new`] with an [`AnswerEquivalence`]
-//! backed by `mentor_verify_math::equivalent` and the default checker config.
+//! The guard is built as the trainer builds it: [`Guard::new`] with the math checker's
+//! [`MathEquivalence`] (`mentor_verify_math::equivalent` and its answer spans, default config).
 
 use std::sync::{Arc, Mutex};
 
 use mentor_agents::{Guard, GuardConfig, GuardOutcome};
 use mentor_core::{AnswerEquivalence, Hint, HintLevel, HintSource, Task};
-use mentor_verify_math::Config;
+use mentor_verify_math::{Config, MathEquivalence};
 use proptest::prelude::*;
 
-/// The trainer's answer checker (`crates/mentor-trainer`: `MathEq`).
-struct MathEq;
-
-impl AnswerEquivalence for MathEq {
-    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
-        mentor_verify_math::equivalent(gold, candidate, &Config::default())
-    }
-}
-
 fn guard() -> Guard {
-    Guard::new(GuardConfig::default(), Arc::new(MathEq))
+    Guard::new(GuardConfig::default(), Arc::new(MathEquivalence::default()))
 }
 
 fn hint(text: &str, prefix: Option<&str>) -> Hint {
@@ -378,12 +369,16 @@ impl AnswerEquivalence for StringEq {
 
 /// The real checker, recording what the guard asks it.
 #[derive(Default)]
-struct Recording(Mutex<Vec<String>>);
+struct Recording(Mutex<Vec<String>>, MathEquivalence);
 
 impl AnswerEquivalence for Recording {
     fn equivalent(&self, gold: &str, candidate: &str) -> bool {
         self.0.lock().unwrap().push(candidate.to_string());
-        mentor_verify_math::equivalent(gold, candidate, &Config::default())
+        self.1.equivalent(gold, candidate)
+    }
+
+    fn answer_spans(&self, text: &str) -> Vec<std::ops::Range<usize>> {
+        self.1.answer_spans(text)
     }
 }
 

@@ -64,4 +64,13 @@ pub trait AnswerEquivalence: Send + Sync {
     /// Whether `candidate` denotes the same answer as `gold`. Must be cheap, bounded and
     /// panic-free on any text.
     fn equivalent(&self, gold: &str, candidate: &str) -> bool;
+
+    /// Byte ranges of `text` that may state an answer in this checker's notation (for math:
+    /// LaTeX spans, `\boxed{}` contents, fractions and roots), each on `char` boundaries. The
+    /// guard asks [`Self::equivalent`] about each, besides the numbers and runs of words it
+    /// finds itself. Default: none. Must be bounded and panic-free on any text.
+    fn answer_spans(&self, text: &str) -> Vec<std::ops::Range<usize>> {
+        let _ = text;
+        Vec::new()
+    }
 }

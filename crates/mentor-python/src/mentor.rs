@@ -8,8 +8,8 @@ use std::time::Duration;
 use mentor_agents::llm::{FallbackCounter, LlmConfig};
 use mentor_agents::{AgentMentor, Guard, GuardConfig, Prompts, Refinement, StaticHints};
 use mentor_core::{
-    AnswerEquivalence, Attempt, Completion, Hint, HintLevel, Intervention, MathPayload, Mentor,
-    MentorRequest, Message, Payload, Task, TaskMeta,
+    Attempt, Completion, Hint, HintLevel, Intervention, MathPayload, Mentor, MentorRequest, Message, Payload,
+    Task, TaskMeta,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -19,14 +19,7 @@ use serde_json::json;
 use crate::convert;
 use crate::verdict::PyVerdict;
 use crate::MentorError;
-
-/// The guard's answer check: the math verifier's equivalence, as the trainer injects it.
-struct MathEq;
-impl AnswerEquivalence for MathEq {
-    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
-        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
-    }
-}
+use mentor_verify_math::MathEquivalence;
 
 fn guard(max_hint_chars: usize, max_code_overlap: f64, redact: bool) -> PyResult<Guard> {
     if max_hint_chars == 0 {
@@ -39,7 +32,7 @@ fn guard(max_hint_chars: usize, max_code_overlap: f64, redact: bool) -> PyResult
     }
     Ok(Guard::new(
         GuardConfig { max_chars: max_hint_chars, max_reference_overlap: max_code_overlap, redact },
-        Arc::new(MathEq),
+        Arc::new(MathEquivalence::default()),
     ))
 }
 

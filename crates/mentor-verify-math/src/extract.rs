@@ -6,6 +6,8 @@
 //! parses as math, and finally the last number. Several boxed answers written side by side
 //! (`\boxed{2}, \boxed{3}`) are returned together so the checker can treat them as a list.
 
+use std::ops::Range;
+
 use mentor_core::AnswerSource;
 
 use crate::config::Config;
@@ -314,6 +316,76 @@ fn latex_spans(s: &str) -> Vec<(usize, usize, String)> {
     out
 }
 
+/// Byte ranges of `s` that may state an answer in math notation: the contents of `$..$`,
+/// `$$..$$`, `\(..\)` and `\[..\]` spans (as [`extract`] reads them: a `$` before a
+/// number that ends in a space is a currency sign), `\boxed{..}` / `\fbox{..}` groups and
+/// their contents, and `\frac{..}{..}` (`\dfrac`, `\tfrac`) and `\sqrt{..}` groups. Sorted,
+/// without duplicates; linear in `s` up to a bounded brace search per fraction or root.
+pub(crate) fn answer_spans(s: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    for (start, end, content) in latex_spans(s) {
+        // Symmetric delimiters: `$`, `$$`, `\(`, `\[` and their closers.
+        let open = (end - start - content.len()) / 2;
+        out.push(start + open..end - open);
+    }
+    for (start, end, inner_start, inner_end) in boxed_spans(s) {
+        out.push(start..end);
+        out.push(inner_start..inner_end);
+    }
+    let b = s.as_bytes();
+    for cmd in ["\\frac{", "\\dfrac{", "\\tfrac{", "\\sqrt{"] {
+        let groups = if cmd.contains("frac") { 2 } else { 1 };
+        let mut from = 0;
+        while let Some(start) = s[from..].find(cmd).map(|i| i + from) {
+            let mut end = start + cmd.len();
+            let mut ok = true;
+            for g in 0..groups {
+                if g > 0 {
+                    if b.get(end) != Some(&b'{') {
+                        ok = false;
+                        break;
+                    }
+                    end += 1;
+                }
+                match matching_brace(b, end) {
+                    Some(close) => end = close + 1,
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                out.push(start..end);
+            }
+            from = start + cmd.len();
+        }
+    }
+    out.retain(|r| r.start < r.end && s.is_char_boundary(r.start) && s.is_char_boundary(r.end));
+    out.sort_unstable_by_key(|r| (r.start, r.end));
+    out.dedup();
+    out
+}
+
+/// Index of the `}` closing the group whose content starts at `start` (after its `{`), looking
+/// at most 10,000 bytes ahead.
+fn matching_brace(b: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 1usize;
+    for (i, &c) in b.iter().enumerate().skip(start).take(10_000) {
+        match c {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The math span that `s` starts with, if any (searching a bounded prefix only).
 fn span_at_start(s: &str) -> Option<(usize, usize, String)> {
     if !(s.starts_with('$') || s.starts_with("\\(") || s.starts_with("\\[")) {
@@ -457,6 +529,19 @@ mod tests {
         assert_eq!(ex("x = 12").unwrap(), ("x = 12".into(), AnswerSource::WholeText, 1));
         assert_eq!(ex("so we get \\(\\frac{1}{2}\\) in the end").unwrap().1, AnswerSource::LatexDelimiters);
         assert_eq!(ex("I don't know."), None);
+    }
+
+    #[test]
+    fn answer_spans_cover_latex_forms() {
+        let text = r"so $x = \frac{1}{2}$ and \boxed{0.5}, i.e. 50%";
+        let s: Vec<&str> = answer_spans(text).into_iter().map(|r| &text[r]).collect();
+        for want in [r"\frac{1}{2}", "0.5", r"\boxed{0.5}", r"x = \frac{1}{2}"] {
+            assert!(s.contains(&want), "{want} not in {s:?}");
+        }
+        let text = r"\(\sqrt{2}\) or \[\dfrac{3}{4}\] or $$7$$, not $18 - $3";
+        let s: Vec<&str> = answer_spans(text).into_iter().map(|r| &text[r]).collect();
+        // A root inside `\(..\)` is one range; `$18 - $` is a currency sign, not a span.
+        assert_eq!(s, [r"\sqrt{2}", r"\dfrac{3}{4}", "7"]);
     }
 
     #[test]

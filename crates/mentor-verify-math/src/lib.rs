@@ -36,6 +36,7 @@ mod check;
 pub mod cli;
 mod compare;
 mod config;
+mod equivalence;
 mod error;
 mod eval;
 mod extract;
@@ -44,6 +45,7 @@ mod parser;
 mod verifier;
 
 pub use config::Config;
+pub use equivalence::MathEquivalence;
 pub use error::{Error, Result};
 pub use extract::{extract, Extracted};
 pub use verifier::MathVerifier;

@@ -10,20 +10,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mentor_agents::{AgentMentor, Guard, GuardConfig};
-use mentor_core::{AnswerEquivalence, Attempt, Completion, FinishReason, Task};
-
-/// The math verifier as the guard's answer checker.
-pub struct MathEq;
-
-impl AnswerEquivalence for MathEq {
-    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
-        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
-    }
-}
+use mentor_core::{Attempt, Completion, FinishReason, Task};
+use mentor_verify_math::MathEquivalence;
 
 /// The guard with the math verifier's equivalence.
 pub fn guard() -> Guard {
-    Guard::new(GuardConfig::default(), Arc::new(MathEq))
+    Guard::new(GuardConfig::default(), Arc::new(MathEquivalence::default()))
 }
 
 /// The default rules mentor.

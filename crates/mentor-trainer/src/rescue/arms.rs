@@ -12,6 +12,7 @@ use mentor_policy::Policy;
 use super::config::RescueArm;
 use crate::config::{Arm, Backend, TrainConfig};
 use crate::error::{Error, Result};
+use mentor_verify_math::MathEquivalence;
 
 /// One row of the results: an arm, at a level for the diagnosing arms (`None`: with
 /// escalation), level 3 for `random_prefix`, none for the others.
@@ -153,15 +154,6 @@ impl Mentors {
     }
 }
 
-/// Answer equivalence by the math checker, for the guard.
-struct MathEq;
-
-impl mentor_core::AnswerEquivalence for MathEq {
-    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
-        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
-    }
-}
-
 /// The guard with the config's limits and the math checker (as the arms' guard).
 pub fn guard(cfg: &TrainConfig) -> Guard {
     Guard::new(
@@ -170,7 +162,7 @@ pub fn guard(cfg: &TrainConfig) -> Guard {
             max_reference_overlap: cfg.mentor.max_code_overlap,
             ..GuardConfig::default()
         },
-        Arc::new(MathEq),
+        Arc::new(MathEquivalence::default()),
     )
 }
 

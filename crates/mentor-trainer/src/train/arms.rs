@@ -5,24 +5,17 @@ use std::sync::Arc;
 
 use mentor_agents::llm::{FallbackCounter, LlmConfig};
 use mentor_agents::{AgentMentor, Guard, GuardConfig, Prompts, Refinement, StaticHints};
-use mentor_core::AnswerEquivalence;
 use mentor_integration::Strategy;
 use mentor_policy::Policy;
 
 use crate::config::{Arm, Backend, MentorModel, ModelChoice, PromptSet, TrainConfig};
 use crate::error::Result;
+use mentor_verify_math::MathEquivalence;
 
 /// The curriculum's hint templates and static hints (in the tiny model's alphabet).
 pub const CURRICULUM_HINTS: &str = include_str!("../../curriculum/hints.toml");
 /// The curriculum's static hint library.
 pub const CURRICULUM_STATIC_HINTS: &str = include_str!("../../curriculum/static_hints.toml");
-
-struct MathEq;
-impl AnswerEquivalence for MathEq {
-    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
-        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
-    }
-}
 
 /// The hint templates a config names.
 pub fn prompts(cfg: &TrainConfig) -> Result<Prompts> {
@@ -53,7 +46,7 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
                 max_reference_overlap: m.max_code_overlap,
                 ..GuardConfig::default()
             },
-            Arc::new(MathEq),
+            Arc::new(MathEquivalence::default()),
         )
     };
     let intervene = |mentor: Box<dyn mentor_core::Mentor>| Strategy::Intervene {
