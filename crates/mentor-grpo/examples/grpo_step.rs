@@ -69,7 +69,7 @@ fn main() -> mentor_grpo::Result<()> {
     let out = grpo_loss(&config, &inputs, LossScale::single(&mask)?)?;
     println!("loss {:.6}  stats {:?}", out.loss.to_scalar::<f32>()?, out.stats);
 
-    let mut optimizer = Optimizer::new(vec![logps.clone()], &config, 1)?;
+    let mut optimizer = Optimizer::new(vec![logps.clone()], &config.optimizer(), 1)?;
     let mut grads = out.loss.backward()?;
     let report = optimizer.step(&mut grads)?;
     println!("grad norm {:.6}, lr {}, applied {}", report.grad_norm, report.learning_rate, report.applied);

@@ -134,9 +134,62 @@ pub fn group_advantages(rewards: &[f64], group_ids: &[usize], scale: ScaleReward
     Ok(out)
 }
 
+/// Advantages of a batch in which some rows carry a fixed baseline: `reward − baseline` for
+/// those (MENTOR's `prefix` credit: a hinted completion against the failed unhinted group's
+/// mean reward, not re-normalised inside its own group, where the shared hint tokens'
+/// gradients would cancel), [`group_advantages`] for the others. The group statistics are
+/// taken over every row, so with `scale = batch` the batch std includes the baseline rows.
+///
+/// Errors when the lengths differ, or a reward or a baseline is not finite.
+pub fn advantages_with_baselines(
+    rewards: &[f64],
+    group_ids: &[usize],
+    baselines: &[Option<f64>],
+    scale: ScaleRewards,
+) -> Result<Vec<f64>> {
+    if baselines.len() != rewards.len() {
+        return Err(Error::shape("baselines", rewards.len(), baselines.len()));
+    }
+    if baselines.iter().flatten().any(|b| !b.is_finite()) {
+        return Err(Error::MissingInput { what: "baselines", why: "every baseline must be finite" });
+    }
+    let mut adv = group_advantages(rewards, group_ids, scale)?.advantages;
+    for ((a, r), b) in adv.iter_mut().zip(rewards).zip(baselines) {
+        if let Some(b) = b {
+            *a = r - b;
+        }
+    }
+    Ok(adv)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn baseline_rows_take_reward_minus_baseline_and_the_rest_stay_group_relative() {
+        let rewards = [1.0, 0.0, 1.0, 0.5];
+        let ids = [0, 0, 1, 1];
+        let plain = group_advantages(&rewards, &ids, ScaleRewards::Batch).unwrap().advantages;
+        let a = advantages_with_baselines(
+            &rewards,
+            &ids,
+            &[None, None, Some(0.25), Some(0.0)],
+            ScaleRewards::Batch,
+        )
+        .unwrap();
+        assert_eq!(a, vec![plain[0], plain[1], 0.75, 0.5]);
+        let none = advantages_with_baselines(&rewards, &ids, &[None; 4], ScaleRewards::Batch).unwrap();
+        assert_eq!(none, plain);
+        assert!(advantages_with_baselines(&rewards, &ids, &[None; 3], ScaleRewards::Group).is_err());
+        assert!(advantages_with_baselines(
+            &rewards,
+            &ids,
+            &[Some(f64::NAN), None, None, None],
+            ScaleRewards::Group
+        )
+        .is_err());
+    }
 
     #[test]
     fn two_member_group_by_hand() {

@@ -159,7 +159,89 @@ impl Default for GrpoConfig {
     }
 }
 
+/// The optimizer's hyper-parameters alone: AdamW, gradient-norm clipping and the learning-rate
+/// schedule (the Hugging Face `TrainingArguments` fields of the same names and defaults). A
+/// [`GrpoConfig`] carries them as flat fields, as TRL does ([`GrpoConfig::optimizer`]); SFT and
+/// other non-GRPO training build this directly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OptimizerConfig {
+    /// Peak learning rate. Default 1e-6 (TRL's GRPO default).
+    pub learning_rate: f64,
+    /// Decoupled (AdamW) weight decay. HF default 0.0.
+    pub weight_decay: f64,
+    /// AdamW beta1. HF default 0.9.
+    pub adam_beta1: f64,
+    /// AdamW beta2. HF default 0.999.
+    pub adam_beta2: f64,
+    /// AdamW epsilon. HF default 1e-8.
+    pub adam_epsilon: f64,
+    /// Global gradient-norm clip (L2 over all parameters); `0` or negative disables it. HF
+    /// default 1.0.
+    pub max_grad_norm: f64,
+    /// Learning-rate schedule. HF default `linear`.
+    pub lr_scheduler_type: LrSchedulerType,
+    /// Warm-up optimizer steps. Overrides `warmup_ratio` when non-zero, as in HF.
+    pub warmup_steps: usize,
+    /// Warm-up as a fraction of the total optimizer steps (used when `warmup_steps` is 0).
+    pub warmup_ratio: f64,
+}
+
+impl Default for OptimizerConfig {
+    fn default() -> Self {
+        GrpoConfig::default().optimizer()
+    }
+}
+
+impl OptimizerConfig {
+    /// Check every range once. Call at the configuration boundary.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
+            return Err(Error::config("learning_rate", format!("must be > 0, got {}", self.learning_rate)));
+        }
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return Err(Error::config(
+                "weight_decay",
+                format!("must be finite and >= 0, got {}", self.weight_decay),
+            ));
+        }
+        for (field, b) in [("adam_beta1", self.adam_beta1), ("adam_beta2", self.adam_beta2)] {
+            if !(0.0..1.0).contains(&b) {
+                return Err(Error::config(field, format!("must be in [0, 1), got {b}")));
+            }
+        }
+        if !(self.adam_epsilon.is_finite() && self.adam_epsilon > 0.0) {
+            return Err(Error::config("adam_epsilon", format!("must be > 0, got {}", self.adam_epsilon)));
+        }
+        if self.max_grad_norm.is_nan() {
+            return Err(Error::config("max_grad_norm", "must not be NaN"));
+        }
+        if !(0.0..=1.0).contains(&self.warmup_ratio) {
+            return Err(Error::config(
+                "warmup_ratio",
+                format!("must be in [0, 1], got {}", self.warmup_ratio),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl GrpoConfig {
+    /// The optimizer's fields of this config.
+    pub fn optimizer(&self) -> OptimizerConfig {
+        OptimizerConfig {
+            learning_rate: self.learning_rate,
+            weight_decay: self.weight_decay,
+            adam_beta1: self.adam_beta1,
+            adam_beta2: self.adam_beta2,
+            adam_epsilon: self.adam_epsilon,
+            max_grad_norm: self.max_grad_norm,
+            lr_scheduler_type: self.lr_scheduler_type,
+            warmup_steps: self.warmup_steps,
+            warmup_ratio: self.warmup_ratio,
+        }
+    }
+
     /// The effective upper clip range: `epsilon_high`, or `epsilon` when unset.
     pub fn epsilon_high(&self) -> f64 {
         self.epsilon_high.unwrap_or(self.epsilon)
@@ -200,28 +282,7 @@ impl GrpoConfig {
         if self.gradient_accumulation_steps == 0 {
             return Err(Error::config("gradient_accumulation_steps", "must be >= 1"));
         }
-        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
-            return Err(Error::config("learning_rate", format!("must be > 0, got {}", self.learning_rate)));
-        }
-        finite_nonneg("weight_decay", self.weight_decay)?;
-        for (field, b) in [("adam_beta1", self.adam_beta1), ("adam_beta2", self.adam_beta2)] {
-            if !(0.0..1.0).contains(&b) {
-                return Err(Error::config(field, format!("must be in [0, 1), got {b}")));
-            }
-        }
-        if !(self.adam_epsilon.is_finite() && self.adam_epsilon > 0.0) {
-            return Err(Error::config("adam_epsilon", format!("must be > 0, got {}", self.adam_epsilon)));
-        }
-        if self.max_grad_norm.is_nan() {
-            return Err(Error::config("max_grad_norm", "must not be NaN"));
-        }
-        if !(0.0..=1.0).contains(&self.warmup_ratio) {
-            return Err(Error::config(
-                "warmup_ratio",
-                format!("must be in [0, 1], got {}", self.warmup_ratio),
-            ));
-        }
-        Ok(())
+        self.optimizer().validate()
     }
 }
 

@@ -11,7 +11,9 @@
 //! - pieces: [`group_advantages`], [`grpo_loss`], [`Optimizer`] (AdamW + [`LrSchedule`] +
 //!   [`clip_grad_norm`]), [`GradAccumulator`], [`dynamic_sampling_filter`], [`rollout_stats`];
 //! - one call per generation batch: [`Updater::update`], given a function that returns the
-//!   policy's differentiable log-probs for a set of rows.
+//!   policy's differentiable log-probs for a set of rows;
+//! - supervised fine-tuning's loss and data-parallel gradients ([`sft`]), stepped by an
+//!   [`Optimizer`] built from an [`OptimizerConfig`].
 #![deny(missing_docs)]
 
 mod advantage;
@@ -23,10 +25,13 @@ mod masking;
 mod metrics;
 mod optim;
 mod schedule;
+pub mod sft;
 mod update;
 
-pub use advantage::{group_advantages, Advantages, STD_EPSILON};
-pub use config::{GrpoConfig, ImportanceSamplingLevel, LossType, LrSchedulerType, ScaleRewards};
+pub use advantage::{advantages_with_baselines, group_advantages, Advantages, STD_EPSILON};
+pub use config::{
+    GrpoConfig, ImportanceSamplingLevel, LossType, LrSchedulerType, OptimizerConfig, ScaleRewards,
+};
 pub use dynamic_sampling::{dynamic_sampling_filter, GroupFilter};
 pub use error::{Error, Result};
 pub use loss::{grpo_loss, LossInputs, LossOutput, LossScale, LossStats};
@@ -34,4 +39,4 @@ pub use masking::mask_truncated;
 pub use metrics::{rollout_stats, RolloutStats, StepMetrics};
 pub use optim::{clip_grad_norm, grad_norm, GradAccumulator, Optimizer, OptimizerState, StepReport};
 pub use schedule::LrSchedule;
-pub use update::{micro_batches, PolicyOutput, RolloutBatch, Updater};
+pub use update::{micro_batches, Pass, PolicyOutput, RolloutBatch, Updater};

@@ -225,6 +225,15 @@ fn masked_batch_mean(x: &Tensor, mask: &Tensor) -> Result<f64> {
     Ok(v.to_dtype(DType::F64)?.to_scalar::<f64>()?)
 }
 
+/// The entropy metric of one micro-batch: the mean of `entropies` over its real tokens, in
+/// `dtype` (that of the log-probs), as [`grpo_loss`] logs it.
+pub(crate) fn entropy_metric(entropies: &Tensor, mask: &Tensor, dtype: DType) -> Result<f64> {
+    if entropies.dims() != mask.dims() {
+        return Err(Error::shape("entropies", mask.dims(), entropies.dims()));
+    }
+    masked_batch_mean(&entropies.to_dtype(dtype)?.detach(), &mask.to_dtype(dtype)?)
+}
+
 fn stats(
     config: &GrpoConfig,
     coef_1: &Tensor,
@@ -241,12 +250,7 @@ fn stats(
     let high = flag(coef_1.gt(1.0 + config.epsilon_high())?)?.broadcast_mul(&pos_adv)?;
     let region = (&low + &high)?; // disjoint: low needs A < 0, high needs A > 0
     let entropy = match entropies {
-        Some(e) => {
-            if e.dims() != mask.dims() {
-                return Err(Error::shape("entropies", mask.dims(), e.dims()));
-            }
-            Some(masked_batch_mean(&e.to_dtype(dtype)?.detach(), mask)?)
-        }
+        Some(e) => Some(entropy_metric(e, mask, dtype)?),
         None => None,
     };
     Ok(LossStats {

@@ -11,7 +11,7 @@
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Tensor, Var};
 
-use crate::config::GrpoConfig;
+use crate::config::OptimizerConfig;
 use crate::error::{Error, Result};
 use crate::schedule::LrSchedule;
 
@@ -152,7 +152,7 @@ pub struct Optimizer {
 impl Optimizer {
     /// Optimizer for `vars` with the config's AdamW, clipping and schedule settings, over
     /// `total_steps` optimizer steps (the schedule's horizon).
-    pub fn new(vars: Vec<Var>, config: &GrpoConfig, total_steps: usize) -> Result<Self> {
+    pub fn new(vars: Vec<Var>, config: &OptimizerConfig, total_steps: usize) -> Result<Self> {
         config.validate()?;
         if vars.is_empty() {
             return Err(Error::config("vars", "no trainable variables"));
@@ -297,7 +297,7 @@ mod tests {
     fn first_adamw_step_moves_each_param_by_lr_against_the_gradient_sign() {
         // Adam's first bias-corrected step is lr * g / (|g| + eps): about lr * sign(g).
         let x = var(&[1.0, -2.0]);
-        let cfg = GrpoConfig {
+        let cfg = OptimizerConfig {
             learning_rate: 0.1,
             lr_scheduler_type: LrSchedulerType::Constant,
             max_grad_norm: 0.0,
@@ -320,7 +320,7 @@ mod tests {
         // decay shrinks p by lr * wd * p = 0.1 first: 2 * 0.95 - 0.1 = 1.8. (L2 decay folded
         // into the gradient would leave the normalised step at 0.1 and give 1.9.)
         let x = var(&[2.0]);
-        let cfg = GrpoConfig {
+        let cfg = OptimizerConfig {
             learning_rate: 0.1,
             weight_decay: 0.5,
             max_grad_norm: 0.0,
@@ -344,7 +344,7 @@ mod tests {
         assert_eq!(grads.get(x.as_tensor()).unwrap().to_vec1::<f64>().unwrap(), vec![5.0]);
         assert!(acc.take().get(x.as_tensor()).is_none());
 
-        let cfg = GrpoConfig { learning_rate: 0.1, ..Default::default() };
+        let cfg = OptimizerConfig { learning_rate: 0.1, ..Default::default() };
         let mut opt = Optimizer::new(vec![x.clone()], &cfg, 1).unwrap();
         grads.insert(x.as_tensor(), Tensor::new(&[f64::NAN], &Device::Cpu).unwrap());
         let r = opt.step(&mut grads).unwrap();
@@ -364,11 +364,11 @@ mod tests {
 
     #[test]
     fn restored_state_continues_bit_for_bit() {
-        let cfg = GrpoConfig {
+        let cfg = OptimizerConfig {
             learning_rate: 0.05,
             weight_decay: 0.01,
             lr_scheduler_type: LrSchedulerType::Cosine,
-            ..GrpoConfig::default()
+            ..OptimizerConfig::default()
         };
         let straight = var(&[1.0, 2.0, -3.0]);
         let mut a = Optimizer::new(vec![straight.clone()], &cfg, 5).unwrap();
@@ -402,7 +402,7 @@ mod tests {
     #[test]
     fn restore_rejects_mismatched_state() {
         let x = var(&[1.0, 2.0]);
-        let mut opt = Optimizer::new(vec![x], &GrpoConfig::default(), 1).unwrap();
+        let mut opt = Optimizer::new(vec![x], &OptimizerConfig::default(), 1).unwrap();
         let bad = OptimizerState {
             step: 1,
             first_moments: vec![Tensor::zeros(3, DType::F64, &Device::Cpu).unwrap()],

@@ -4,7 +4,7 @@
 //! `lr(0)`), exactly like HF's `LambdaLR` stepped after each optimizer step. With warm-up the
 //! first update therefore uses learning rate 0, as in HF.
 
-use crate::config::{GrpoConfig, LrSchedulerType};
+use crate::config::{LrSchedulerType, OptimizerConfig};
 use crate::error::{Error, Result};
 
 /// A learning-rate schedule over a known number of optimizer steps.
@@ -26,7 +26,7 @@ impl LrSchedule {
     }
 
     /// From a config: `warmup_steps` if non-zero, else `ceil(total_steps * warmup_ratio)` (HF).
-    pub fn from_config(config: &GrpoConfig, total_steps: usize) -> Result<Self> {
+    pub fn from_config(config: &OptimizerConfig, total_steps: usize) -> Result<Self> {
         let warmup = if config.warmup_steps > 0 {
             config.warmup_steps
         } else {
@@ -123,9 +123,9 @@ mod tests {
 
     #[test]
     fn warmup_ratio_rounds_up_like_hf() {
-        let cfg = GrpoConfig { warmup_ratio: 0.15, ..Default::default() };
+        let cfg = OptimizerConfig { warmup_ratio: 0.15, ..Default::default() };
         assert_eq!(LrSchedule::from_config(&cfg, 10).unwrap().warmup_steps(), 2);
-        let cfg = GrpoConfig { warmup_ratio: 0.15, warmup_steps: 5, ..Default::default() };
+        let cfg = OptimizerConfig { warmup_ratio: 0.15, warmup_steps: 5, ..Default::default() };
         assert_eq!(LrSchedule::from_config(&cfg, 10).unwrap().warmup_steps(), 5);
     }
 }

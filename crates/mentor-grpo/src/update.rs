@@ -9,10 +9,10 @@
 
 use candle_core::{Device, Tensor, Var};
 
-use crate::advantage::group_advantages;
+use crate::advantage::{advantages_with_baselines, group_advantages};
 use crate::config::{GrpoConfig, LossType};
 use crate::error::{Error, Result};
-use crate::loss::{grpo_loss, mask_tokens, LossInputs, LossScale, LossStats};
+use crate::loss::{entropy_metric, grpo_loss, mask_tokens, LossInputs, LossScale, LossStats};
 use crate::masking::mask_truncated;
 use crate::metrics::{rollout_stats, StepMetrics};
 use crate::optim::{GradAccumulator, Optimizer};
@@ -33,10 +33,22 @@ pub struct RolloutBatch {
     pub old_logps: Option<Tensor>,
     /// Reference-policy log-probs `[batch, seq]`; required when `beta != 0`.
     pub ref_logps: Option<Tensor>,
-    /// Advantages computed by the caller, one per row, used instead of the group-relative
-    /// ones. MENTOR's `prefix` credit mode takes hinted rows' advantages against the failed
-    /// unhinted group's baseline, which a group-relative normalisation would undo.
-    pub advantages: Option<Vec<f64>>,
+    /// A fixed baseline per row, or `None` for a group-relative advantage: a row with a
+    /// baseline gets `reward − baseline` ([`crate::advantages_with_baselines`]). MENTOR's
+    /// `prefix` credit takes hinted rows' advantages against the failed unhinted group's mean,
+    /// which a group-relative normalisation would undo. `None` here: every row group-relative.
+    pub baselines: Option<Vec<Option<f64>>>,
+}
+
+/// What [`Updater::update`] asks of the log-prob function for a set of rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// Differentiable log-probs to train on (and entropies, if the caller logs them).
+    Train,
+    /// Only the entropies are read (for the metric): the rows carry no gradient, so the
+    /// log-probs may come from a no-grad path. Asked for a micro-batch whose every row has a
+    /// zero advantage in an update where that makes its loss and gradient exactly zero.
+    Metrics,
 }
 
 /// What the log-prob function returns for a set of rows.
@@ -60,7 +72,7 @@ impl Updater {
     /// batches (each makes `num_iterations` optimizer steps).
     pub fn new(config: GrpoConfig, vars: Vec<Var>, total_updates: usize) -> Result<Self> {
         config.validate()?;
-        let optimizer = Optimizer::new(vars, &config, total_updates * config.num_iterations)?;
+        let optimizer = Optimizer::new(vars, &config.optimizer(), total_updates * config.num_iterations)?;
         Ok(Self { config, optimizer })
     }
 
@@ -79,20 +91,21 @@ impl Updater {
         &mut self.optimizer
     }
 
-    /// Run one update on `batch`. `logps_for(rows)` must return the current policy's
-    /// log-probs for those batch rows, in that order, with `seq` equal to the mask's.
+    /// Run one update on `batch`. `logps_for(rows, pass)` must return the current policy's
+    /// log-probs for those batch rows, in that order, with `seq` equal to the mask's
+    /// (differentiable for [`Pass::Train`]; for [`Pass::Metrics`] only the entropies are read).
     ///
     /// Set-up (`Window::new`: checks, advantages, the rows that can carry a gradient, the
     /// mask, fixed old log-probs, micro-batches), then `num_iterations` optimizer steps over
     /// the micro-batches (`Updater::iterate`), then the step metrics.
     pub fn update<F, E>(&mut self, batch: &RolloutBatch, mut logps_for: F) -> Result<StepMetrics>
     where
-        F: FnMut(&[usize]) -> std::result::Result<PolicyOutput, E>,
+        F: FnMut(&[usize], Pass) -> std::result::Result<PolicyOutput, E>,
         E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
     {
         let t = batch.mask.dims2()?.1;
-        let mut call = |rows: &[usize]| -> Result<PolicyOutput> {
-            let out = logps_for(rows).map_err(|e| Error::LogProbs(e.into()))?;
+        let mut call = |rows: &[usize], pass: Pass| -> Result<PolicyOutput> {
+            let out = logps_for(rows, pass).map_err(|e| Error::LogProbs(e.into()))?;
             if out.logps.dims() != [rows.len(), t] {
                 return Err(Error::shape("logps", [rows.len(), t], out.logps.dims()));
             }
@@ -109,7 +122,7 @@ impl Updater {
         &mut self,
         batch: &RolloutBatch,
         w: &Window,
-        call: &mut impl FnMut(&[usize]) -> Result<PolicyOutput>,
+        call: &mut impl FnMut(&[usize], Pass) -> Result<PolicyOutput>,
     ) -> Result<Totals> {
         let cfg = &self.config;
         let device = batch.mask.device().clone();
@@ -118,18 +131,31 @@ impl Updater {
         for _ in 0..cfg.num_iterations {
             let mut step_loss = 0.0;
             for all in &w.micro {
-                let rows: Vec<usize> = if w.drop_rows {
+                let inert = w.inert && all.iter().all(|&i| !w.live[i]);
+                let rows: Vec<usize> = if w.drop_rows || inert {
                     all.iter().copied().filter(|&i| w.live[i]).collect()
                 } else {
                     all.clone()
                 };
-                let tokens = mask_tokens(&w.mask.index_select(&index(all, &device)?, 0)?)?;
+                let all_mask = w.mask.index_select(&index(all, &device)?, 0)?;
+                let tokens = mask_tokens(&all_mask)?;
                 if rows.is_empty() {
                     acc.add_zeros()?;
+                    // Left out of a window that runs its other micro-batches: the entropy
+                    // metric still covers these rows, from a pass without a gradient.
+                    let entropy = if w.drop_rows {
+                        None
+                    } else {
+                        let out = call(all, Pass::Metrics)?;
+                        out.entropies
+                            .as_ref()
+                            .map(|e| entropy_metric(e, &all_mask, out.logps.dtype()))
+                            .transpose()?
+                    };
                     totals.stats.push(LossStats {
                         tokens,
                         kl: None,
-                        entropy: None,
+                        entropy,
                         clip_ratio_low: 0.0,
                         clip_ratio_high: 0.0,
                         clip_ratio_region: 0.0,
@@ -139,7 +165,7 @@ impl Updater {
                 let rows = rows.as_slice();
                 let idx = index(rows, &device)?;
                 let pick = |x: &Tensor| -> Result<Tensor> { Ok(x.index_select(&idx, 0)?) };
-                let out = call(rows)?;
+                let out = call(rows, Pass::Train)?;
                 let old_mb = w.old.as_ref().map(pick).transpose()?;
                 let ref_mb = batch.ref_logps.as_ref().map(pick).transpose()?;
                 let (mask_mb, adv_mb) = (pick(&w.mask)?, pick(&w.adv)?);
@@ -177,7 +203,11 @@ struct Window {
     adv: Tensor,
     /// Whether each row can carry a gradient.
     live: Vec<bool>,
-    /// Whether the rows that cannot are left out of the passes.
+    /// Whether a zero-advantage row carries no gradient in this window (no KL term, ratio
+    /// exactly 1).
+    inert: bool,
+    /// Whether the rows that cannot carry a gradient are left out of every pass (`dapo`, or a
+    /// window where no row can).
     drop_rows: bool,
     /// The completion mask after truncation masking.
     mask: Tensor,
@@ -195,7 +225,7 @@ impl Window {
     fn new(
         cfg: &GrpoConfig,
         batch: &RolloutBatch,
-        call: &mut impl FnMut(&[usize]) -> Result<PolicyOutput>,
+        call: &mut impl FnMut(&[usize], Pass) -> Result<PolicyOutput>,
     ) -> Result<Self> {
         let b = batch.mask.dims2()?.0;
         for (what, len) in [("rewards", batch.rewards.len()), ("group_ids", batch.group_ids.len())] {
@@ -213,12 +243,10 @@ impl Window {
             });
         }
         let device = batch.mask.device().clone();
-        let adv = match &batch.advantages {
-            Some(a) if a.len() != b => return Err(Error::shape("advantages", b, a.len())),
-            Some(a) if a.iter().any(|x| !x.is_finite()) => {
-                return Err(Error::MissingInput { what: "advantages", why: "every advantage must be finite" })
+        let adv = match &batch.baselines {
+            Some(baselines) => {
+                advantages_with_baselines(&batch.rewards, &batch.group_ids, baselines, cfg.scale_rewards)?
             }
-            Some(a) => a.clone(),
             None => group_advantages(&batch.rewards, &batch.group_ids, cfg.scale_rewards)?.advantages,
         };
         // Rows with a zero advantage carry no gradient when there is no KL term and the ratio is
@@ -230,6 +258,10 @@ impl Window {
         // zero rows are also left out of the passes of a mixed batch (the loss and gradient are
         // unchanged). Either way the clip metrics are 0 (ratio 1), the token count covers every
         // row, and an entropy metric covers only the rows that were passed.
+        // With the other losses a micro-batch made only of such rows (a group whose rewards are
+        // all equal, when micro-batches are groups) adds exactly zero to the loss and the
+        // gradient whatever its divisors, so its training pass is skipped too; its rows' entropy
+        // comes from a `Pass::Metrics` call, so every metric equals the full computation's.
         let inert = cfg.beta == 0.0 && batch.old_logps.is_none() && cfg.num_iterations == 1;
         let live: Vec<bool> = adv.iter().map(|a| !inert || *a != 0.0).collect();
         let drop_rows = inert && (cfg.loss_type == LossType::Dapo || live.iter().all(|l| !l));
@@ -243,11 +275,11 @@ impl Window {
         let old = match (&batch.old_logps, cfg.num_iterations) {
             (Some(o), _) => Some(o.detach()),
             (None, 1) => None,
-            (None, _) => Some(call(&all_rows)?.logps.detach()),
+            (None, _) => Some(call(&all_rows, Pass::Train)?.logps.detach()),
         };
         let micro = micro_batches(b, cfg.gradient_accumulation_steps);
         let scale = LossScale::new(micro.len().max(1), mask_tokens(&mask)?)?;
-        Ok(Self { adv, live, drop_rows, mask, old, micro, scale })
+        Ok(Self { adv, live, inert, drop_rows, mask, old, micro, scale })
     }
 }
 

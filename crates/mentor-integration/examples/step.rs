@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use mentor_agents::{AgentMentor, Guard, GuardConfig};
-use mentor_core::{AnswerEquivalence, Completion, MathPayload, Payload, Task, Verifier};
+use mentor_core::{Completion, MathPayload, Payload, Task, Verifier};
 use mentor_grpo::ScaleRewards;
 use mentor_integration::{
     Group, InterventionConfig, MonitorConfig, Plugin, Rollout, Sample, SampleRequest, Scored, Strategy,
 };
+use mentor_verify_math::MathEquivalence;
 use mentor_verify_math::MathVerifier;
 
 /// Answers right only when its answer is forced to start with worked steps (a level-3 hint).
@@ -33,13 +34,6 @@ impl Rollout for StandIn {
     }
 }
 
-struct MathEq;
-impl AnswerEquivalence for MathEq {
-    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
-        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
-    }
-}
-
 fn main() {
     let mut task = Task::math("janet", "Janet's ducks lay 16 eggs a day. She eats 3 and bakes with 4, and sells the rest at $2 each. How much does she make?", "18");
     task.payload = Payload::Math(MathPayload {
@@ -55,12 +49,12 @@ fn main() {
         .into_iter()
         .filter_map(|s| Some(Scored { verdict: verifier.verify(&task, &s.completion.text).ok()?, sample: s }))
         .collect();
-    let mentor = AgentMentor::rules(Guard::new(GuardConfig::default(), Arc::new(MathEq)));
+    let mentor = AgentMentor::rules(Guard::new(GuardConfig::default(), Arc::new(MathEquivalence::default())));
     let strategy = Strategy::Intervene {
         mentor: Box::new(mentor),
         config: InterventionConfig { hinted_samples: 4, ..Default::default() },
     };
-    let mut plugin = Plugin::new(strategy, MonitorConfig::default(), ScaleRewards::Group);
+    let mut plugin = Plugin::new(strategy, MonitorConfig::default());
     match plugin.process(vec![Group { task, samples }], &mut policy, &verifier, None) {
         Ok(out) => {
             println!("metrics: {:?}", out.metrics);
@@ -71,12 +65,13 @@ fn main() {
                 }
                 println!("rescued: {}, hinted rewards {:?}", rec.rescued, rec.hinted_rewards);
             }
-            for r in &out.rows {
+            let advantages =
+                mentor_integration::advantages(&out.rows, ScaleRewards::Group).unwrap_or_default();
+            for (r, a) in out.rows.iter().zip(&advantages) {
                 println!(
-                    "row group {} reward {} advantage {} hint {:?}",
+                    "row group {} reward {} advantage {a} hint {:?}",
                     r.group,
                     r.reward,
-                    r.advantage,
                     r.hint_level.map(|l| l.get())
                 );
             }

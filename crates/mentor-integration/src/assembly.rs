@@ -2,7 +2,7 @@
 //! GRPO loss consumes.
 
 use mentor_core::{HintLevel, Message};
-use mentor_grpo::{group_advantages, ScaleRewards};
+use mentor_grpo::{advantages_with_baselines, ScaleRewards};
 use serde::{Deserialize, Serialize};
 
 use crate::rollout::Scored;
@@ -48,8 +48,11 @@ pub struct TrainRow {
     pub behaviour_logprobs: Option<Vec<f32>>,
     /// The reward.
     pub reward: f64,
-    /// The advantage.
-    pub advantage: f64,
+    /// The fixed baseline of the row's advantage (`reward − baseline`), for `prefix` credit's
+    /// hinted rows (the failed unhinted group's mean reward); `None`: group-relative. The
+    /// advantages themselves are computed by mentor-grpo, with the GRPO config's
+    /// `scale_rewards` ([`advantages`] gives them outside a GRPO update).
+    pub baseline: Option<f64>,
     /// Whether generation was cut by the length budget.
     pub truncated: bool,
     /// The hint level this row was sampled with (`None`: unhinted).
@@ -88,36 +91,31 @@ pub(crate) fn row(
         completion_ids: ids,
         behaviour_logprobs: behaviour.then(|| s.sample.logprobs.clone()),
         reward: s.verdict.reward(),
-        advantage: 0.0,
+        baseline: None,
         truncated: s.sample.completion.is_truncated(),
         hint_level,
     }
 }
 
-/// Numbers the groups, computes advantages, and flattens to rows.
-pub(crate) fn finish(groups: Vec<PendingGroup>, scale: ScaleRewards) -> Result<Vec<TrainRow>> {
-    let mut rewards = Vec::new();
-    let mut ids = Vec::new();
-    for (g, pg) in groups.iter().enumerate() {
-        for r in &pg.rows {
-            rewards.push(r.reward);
-            ids.push(g);
-        }
-    }
-    let adv =
-        if rewards.is_empty() { Vec::new() } else { group_advantages(&rewards, &ids, scale)?.advantages };
-    let mut out = Vec::with_capacity(rewards.len());
-    let mut k = 0;
+/// Numbers the groups, sets their rows' baselines, and flattens to rows.
+pub(crate) fn finish(groups: Vec<PendingGroup>) -> Vec<TrainRow> {
+    let mut out = Vec::with_capacity(groups.iter().map(|g| g.rows.len()).sum());
     for (g, pg) in groups.into_iter().enumerate() {
         for mut r in pg.rows {
             r.group = g;
-            r.advantage = match pg.baseline {
-                Some(b) => r.reward - b,
-                None => adv[k],
-            };
-            k += 1;
+            r.baseline = pg.baseline;
             out.push(r);
         }
     }
-    Ok(out)
+    out
+}
+
+/// The advantage of each row, as a GRPO update with `scale` (the config's `scale_rewards`)
+/// computes it: [`mentor_grpo::advantages_with_baselines`] over the rows' rewards, groups and
+/// baselines.
+pub fn advantages(rows: &[TrainRow], scale: ScaleRewards) -> Result<Vec<f64>> {
+    let rewards: Vec<f64> = rows.iter().map(|r| r.reward).collect();
+    let groups: Vec<usize> = rows.iter().map(|r| r.group).collect();
+    let baselines: Vec<Option<f64>> = rows.iter().map(|r| r.baseline).collect();
+    Ok(advantages_with_baselines(&rewards, &groups, &baselines, scale)?)
 }

@@ -34,7 +34,7 @@ mod monitor;
 mod plugin;
 mod rollout;
 
-pub use assembly::{Credit, TrainRow};
+pub use assembly::{advantages, Credit, TrainRow};
 pub use config::{Assembly, InterventionConfig, Strategy, Trigger};
 pub use error::{Error, Result};
 pub use hint_format::{hinted_prompt, BadHintFormat, HintFormat};

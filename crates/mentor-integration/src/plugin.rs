@@ -6,7 +6,7 @@ use std::time::Instant;
 use mentor_core::{
     Attempt, Diagnosis, GuardRejection, Hint, HintLevel, MentorRequest, Message, Task, Verifier,
 };
-use mentor_grpo::{dynamic_sampling_filter, ScaleRewards};
+use mentor_grpo::dynamic_sampling_filter;
 use serde::{Deserialize, Serialize};
 
 use crate::assembly::{finish, row, Credit, PendingGroup, TrainRow};
@@ -156,17 +156,16 @@ pub struct Plugin {
     strategy: Strategy,
     monitor: CollapseMonitor,
     memory: HintMemory,
-    scale: ScaleRewards,
 }
 
 impl Plugin {
-    /// A plug-in for `strategy`; `scale` must match the GRPO config's `scale_rewards`.
-    pub fn new(strategy: Strategy, monitor: MonitorConfig, scale: ScaleRewards) -> Self {
+    /// A plug-in for `strategy`.
+    pub fn new(strategy: Strategy, monitor: MonitorConfig) -> Self {
         let fade = match &strategy {
             Strategy::Intervene { config, .. } => config.memory_fade_after,
             _ => 1,
         };
-        Self { strategy, monitor: CollapseMonitor::new(monitor), memory: HintMemory::new(fade), scale }
+        Self { strategy, monitor: CollapseMonitor::new(monitor), memory: HintMemory::new(fade) }
     }
 
     /// The arm's name.
@@ -280,7 +279,7 @@ impl Plugin {
                 out
             }
         };
-        let rows = finish(pending, self.scale)?;
+        let rows = finish(pending);
         metrics.rows = rows.len();
         Ok(StepOutput { rows, metrics, interventions })
     }

@@ -8,7 +8,7 @@
 //! a mentor that supplies the lines up to the first wrong one turns them into successes.
 
 use mentor_core::{Hint, HintLevel, HintSource, Verifier};
-use mentor_grpo::{GrpoConfig, LrSchedulerType, Optimizer};
+use mentor_grpo::{sft, LrSchedulerType, Optimizer, OptimizerConfig};
 use mentor_integration::HintFormat;
 use mentor_policy::{GenerateConfig, LogProbOptions, Policy, Sampler};
 use rand::rngs::StdRng;
@@ -133,53 +133,7 @@ fn batch_loss(policy: &Policy, batch: Vec<Example>) -> Result<candle_core::Tenso
         .collect();
     let out = policy.logprobs(&firsts, &rests, &LogProbOptions::default())?;
     let mask = candle_core::Tensor::from_vec(flat, (firsts.len(), width), out.logprobs.device())?;
-    Ok((out.logprobs * mask)?.sum_all()?.neg()?)
-}
-
-/// Mean target NLL of `batch` and its gradients, computed in `shards` parallel pieces whose
-/// gradients are summed (in a fixed order, so the result does not depend on timing). Small
-/// models gain little from splitting each tensor op over threads; splitting the batch does.
-fn sharded_step(
-    policy: &Policy,
-    batch: Vec<Example>,
-    shards: usize,
-    vars: &[candle_core::Var],
-) -> Result<(f64, candle_core::backprop::GradStore)> {
-    let size = batch.len().div_ceil(shards.max(1)).max(1);
-    let mut pieces: Vec<Vec<Example>> = Vec::new();
-    let mut it = batch.into_iter().peekable();
-    while it.peek().is_some() {
-        pieces.push(it.by_ref().take(size).collect());
-    }
-    let tokens: f64 = pieces.iter().flatten().map(|e| e.target.len() as f64).sum::<f64>().max(1.0);
-    let results: Vec<Result<(f64, candle_core::backprop::GradStore)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = pieces
-            .into_iter()
-            .map(|piece| {
-                scope.spawn(move || -> Result<(f64, candle_core::backprop::GradStore)> {
-                    let sum = batch_loss(policy, piece)?;
-                    let part = (sum / tokens)?;
-                    let grads = part.backward()?;
-                    Ok((f64::from(part.to_scalar::<f32>()?), grads))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(crate::Error::Missing("a pretraining thread panicked".into())))
-            })
-            .collect()
-    });
-    let mut acc = mentor_grpo::GradAccumulator::new(vars.to_vec());
-    let mut loss = 0.0;
-    for r in results {
-        let (l, g) = r?;
-        loss += l;
-        acc.add(&g)?;
-    }
-    Ok((loss, acc.take()))
+    Ok(sft::nll_sum(&out.logprobs, &mask)?)
 }
 
 /// Progress callback: `(step, steps, loss)`.
@@ -198,12 +152,12 @@ pub fn pretrain(
 ) -> Result<f64> {
     let texts = Texts::new(prompts);
     let vars: Vec<_> = policy.vars().into_iter().map(|(_, v)| v).collect();
-    let opt_cfg = GrpoConfig {
+    let opt_cfg = OptimizerConfig {
         learning_rate: cfg.learning_rate,
         lr_scheduler_type: LrSchedulerType::Cosine,
         warmup_steps: cfg.warmup,
         max_grad_norm: 1.0,
-        ..GrpoConfig::default()
+        ..OptimizerConfig::default()
     };
     let mut opt = Optimizer::new(vars, &opt_cfg, cfg.steps)?;
     let shards =
@@ -214,7 +168,11 @@ pub fn pretrain(
         let batch: Vec<Example> = (0..cfg.batch)
             .map(|_| example(policy, cfg, curriculum, &texts, format, &mut rng))
             .collect::<Result<_>>()?;
-        let (l, mut grads) = sharded_step(policy, batch, shards, opt.vars())?;
+        // Mean target NLL over the batch, in `shards` data-parallel pieces.
+        let tokens: f64 = batch.iter().map(|e| e.target.len() as f64).sum();
+        let pieces = sft::shard(batch, shards);
+        let (l, mut grads) =
+            sft::sharded_gradients(pieces, tokens, opt.vars(), |piece| batch_loss(policy, piece))?;
         opt.step(&mut grads)?;
         recent.push_back(l);
         if recent.len() > 20 {

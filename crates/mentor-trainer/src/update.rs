@@ -2,7 +2,7 @@
 //! advantages into a [`RolloutBatch`], log-probs from the policy's differentiable path.
 
 use candle_core::{Device, Tensor};
-use mentor_grpo::{PolicyOutput, RolloutBatch, StepMetrics, Updater};
+use mentor_grpo::{Pass, PolicyOutput, RolloutBatch, StepMetrics, Updater};
 use mentor_integration::TrainRow;
 use mentor_policy::{Entropy, Kernels, LogProbOptions, Policy};
 
@@ -81,7 +81,7 @@ pub fn grpo_step(
         truncated: rows.iter().map(|r| r.truncated).collect(),
         old_logps,
         ref_logps,
-        advantages: Some(rows.iter().map(|r| r.advantage).collect()),
+        baselines: Some(rows.iter().map(|r| r.baseline).collect()),
     };
     // Token entropy is logged (TRL's `entropy`): one pass over the logits, outside the graph.
     let opts = LogProbOptions {
@@ -90,13 +90,18 @@ pub fn grpo_step(
         kernels: Kernels::Differentiable,
         share_prompts: true,
     };
-    let metrics =
-        updater.update(&batch, |idx: &[usize]| -> std::result::Result<PolicyOutput, crate::Error> {
+    // Rows that carry no gradient (a group whose rewards are all equal) only need the entropy:
+    // the no-grad kernels, no graph.
+    let metrics_only = LogProbOptions { entropy: Entropy::Metric, ..no_grad.clone() };
+    let metrics = updater.update(
+        &batch,
+        |idx: &[usize], pass: Pass| -> std::result::Result<PolicyOutput, crate::Error> {
             let p: Vec<Vec<u32>> = idx.iter().map(|&i| prompts[i].clone()).collect();
             let c: Vec<Vec<u32>> = idx.iter().map(|&i| completions[i].clone()).collect();
-            let out = policy.logprobs(&p, &c, &opts)?;
+            let out = policy.logprobs(&p, &c, if pass == Pass::Train { &opts } else { &metrics_only })?;
             let entropies = out.entropy.map(widen).transpose()?;
             Ok(PolicyOutput { logps: widen(out.logprobs)?, entropies })
-        })?;
+        },
+    )?;
     Ok(Some(metrics))
 }

@@ -3,7 +3,7 @@
 //! GRPO must raise the mean reward. Deterministic (seeded), no timing assertions.
 
 use candle_core::{Device, Tensor, Var, D};
-use mentor_grpo::{GrpoConfig, LossType, LrSchedulerType, PolicyOutput, RolloutBatch, Updater};
+use mentor_grpo::{GrpoConfig, LossType, LrSchedulerType, Pass, PolicyOutput, RolloutBatch, Updater};
 
 const VOCAB: usize = 8;
 const HIDDEN: usize = 16;
@@ -80,8 +80,10 @@ impl Policy {
         let idx =
             Tensor::from_vec(rows.iter().map(|&i| i as u32).collect::<Vec<_>>(), rows.len(), &Device::Cpu)?;
         let p: Vec<u32> = rows.iter().map(|&i| prompts[i]).collect();
-        let logps = self.token_logps(&p, &tokens.index_select(&idx, 0)?)?;
-        Ok(PolicyOutput { logps, entropies: None })
+        let logp = self.log_probs(&p)?;
+        let logps = logp.gather(&tokens.index_select(&idx, 0)?.unsqueeze(D::Minus1)?, D::Minus1)?;
+        let entropies = (logp.exp()? * &logp)?.sum(D::Minus1)?.neg()?.detach();
+        Ok(PolicyOutput { logps: logps.squeeze(D::Minus1)?, entropies: Some(entropies) })
     }
 }
 
@@ -124,7 +126,7 @@ fn sample(policy: &Policy, rng: &mut Rng) -> Rollout {
             truncated,
             old_logps: None,
             ref_logps: None,
-            advantages: None,
+            baselines: None,
         },
         prompts,
         tokens: Tensor::from_vec(tokens, (n, MAX_LEN), &Device::Cpu).unwrap(),
@@ -146,7 +148,7 @@ fn train(config: GrpoConfig, steps: usize, with_reference: bool) -> Vec<f64> {
         let prompts = r.prompts.clone();
         let tokens = r.tokens.clone();
         let metrics = updater
-            .update(&r.batch, |rows: &[usize]| -> candle_core::Result<PolicyOutput> {
+            .update(&r.batch, |rows: &[usize], _: Pass| -> candle_core::Result<PolicyOutput> {
                 policy.rows_output(&prompts, &tokens, rows)
             })
             .unwrap();
@@ -214,7 +216,8 @@ fn an_all_zero_advantage_step_skips_the_passes_and_matches_the_full_computation(
         policies.iter().map(|p| Updater::new(config.clone(), p.vars(), 2).unwrap()).collect();
     let first = sample(&policies[0], &mut rng);
     let mut zero = sample(&policies[0], &mut rng);
-    zero.batch.advantages = Some(vec![0.0; zero.batch.rewards.len()]);
+    // Every row against a baseline equal to its own reward: every advantage is exactly 0.
+    zero.batch.baselines = Some(zero.batch.rewards.iter().map(|&r| Some(r)).collect());
     let values = |p: &Policy| -> Vec<Vec<f32>> {
         p.vars().iter().map(|v| v.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap()).collect()
     };
@@ -229,7 +232,7 @@ fn an_all_zero_advantage_step_skips_the_passes_and_matches_the_full_computation(
             }
             let before = values(policy);
             let m = updater
-                .update(&batch, |rows: &[usize]| -> candle_core::Result<PolicyOutput> {
+                .update(&batch, |rows: &[usize], _: Pass| -> candle_core::Result<PolicyOutput> {
                     if step == 1 {
                         calls[i] += 1;
                     }
@@ -264,7 +267,8 @@ fn zero_advantage_rows_are_left_out_of_a_dapo_update_without_changing_it() {
     let mut r = sample(&policies[0], &mut rng);
     let n = r.batch.rewards.len();
     let adv: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { (i as f64 - 10.0) / 7.0 } else { 0.0 }).collect();
-    r.batch.advantages = Some(adv.clone());
+    // Baselines that give these advantages (`reward − (reward − adv)`; exactly 0 where adv is).
+    r.batch.baselines = Some(r.batch.rewards.iter().zip(&adv).map(|(&r, &a)| Some(r - a)).collect());
     let mut seen: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
     let mut losses = [0.0; 2];
     for (i, policy) in policies.iter().enumerate() {
@@ -274,7 +278,7 @@ fn zero_advantage_rows_are_left_out_of_a_dapo_update_without_changing_it() {
             batch.old_logps = Some(policy.token_logps(&r.prompts, &r.tokens).unwrap().detach());
         }
         let m = updater
-            .update(&batch, |rows: &[usize]| -> candle_core::Result<PolicyOutput> {
+            .update(&batch, |rows: &[usize], _: Pass| -> candle_core::Result<PolicyOutput> {
                 seen[i].extend_from_slice(rows);
                 policy.rows_output(&r.prompts, &r.tokens, rows)
             })
@@ -316,7 +320,7 @@ fn a_grpo_update_in_equal_micro_batches_equals_one_batch() {
         };
         let mut updater = Updater::new(config, policy.vars(), 1).unwrap();
         let m = updater
-            .update(&r.batch, |rows: &[usize]| -> candle_core::Result<PolicyOutput> {
+            .update(&r.batch, |rows: &[usize], _: Pass| -> candle_core::Result<PolicyOutput> {
                 passes[i].push(rows.len());
                 policy.rows_output(&r.prompts, &r.tokens, rows)
             })
@@ -336,5 +340,74 @@ fn a_grpo_update_in_equal_micro_batches_equals_one_batch() {
     for (a, b) in policies[0].vars().iter().zip(policies[1].vars()) {
         let d = (a.as_tensor() - b.as_tensor()).unwrap().abs().unwrap().max_all().unwrap();
         assert!(d.to_scalar::<f32>().unwrap() < 1e-6);
+    }
+}
+
+/// With `loss_type = "grpo"` in one micro-batch per group, a group whose advantages are all
+/// zero (its rewards all equal) adds nothing to the loss or the gradient, so its training pass
+/// is skipped and only a metrics pass gives its entropy: every metric and every weight equal
+/// the full computation's (forced by behaviour log-probs equal to the current ones).
+#[test]
+fn a_zero_advantage_group_skips_its_training_pass_without_changing_the_update() {
+    let mut r = sample(&Policy::new(&mut Rng(17)), &mut Rng(0x5C1B));
+    assert_eq!(r.batch.rewards.len(), PROMPTS * GROUP);
+    // Group 1's rewards all equal: its advantages are exactly zero.
+    for i in GROUP..2 * GROUP {
+        r.batch.rewards[i] = 0.5;
+    }
+    assert!(r.batch.rewards[..GROUP].iter().any(|&x| x != r.batch.rewards[0]), "group 0 is mixed");
+    let mut passes: [Vec<(Vec<usize>, Pass)>; 2] = [Vec::new(), Vec::new()];
+    let mut reports = Vec::new();
+    for loss_type in [LossType::Grpo, LossType::DrGrpo, LossType::Bnpo] {
+        for (i, pass_log) in passes.iter_mut().enumerate() {
+            let config = GrpoConfig {
+                loss_type,
+                learning_rate: 0.05,
+                lr_scheduler_type: LrSchedulerType::Constant,
+                max_completion_length: MAX_LEN,
+                gradient_accumulation_steps: PROMPTS,
+                ..GrpoConfig::default()
+            };
+            // A fresh copy of the same policy for each run.
+            let policy = Policy::new(&mut Rng(17));
+            let mut batch = r.batch.clone();
+            if i == 1 {
+                batch.old_logps = Some(policy.token_logps(&r.prompts, &r.tokens).unwrap().detach());
+            }
+            let mut updater = Updater::new(config, policy.vars(), 1).unwrap();
+            pass_log.clear();
+            let m = updater
+                .update(&batch, |rows: &[usize], pass: Pass| -> candle_core::Result<PolicyOutput> {
+                    pass_log.push((rows.to_vec(), pass));
+                    policy.rows_output(&r.prompts, &r.tokens, rows)
+                })
+                .unwrap();
+            reports.push((m, policy.vars().iter().map(|v| v.as_tensor().clone()).collect::<Vec<_>>()));
+        }
+        let kinds = |p: &[(Vec<usize>, Pass)]| p.iter().map(|(_, k)| *k).collect::<Vec<_>>();
+        assert_eq!(
+            kinds(&passes[0]),
+            [Pass::Train, Pass::Metrics, Pass::Train, Pass::Train],
+            "{loss_type:?}: group 1 had only a metrics pass"
+        );
+        assert_eq!(passes[0][1].0, (GROUP..2 * GROUP).collect::<Vec<_>>());
+        assert_eq!(kinds(&passes[1]), [Pass::Train; 4], "{loss_type:?}: the forced path trains every group");
+        let ((a, wa), (b, wb)) = (&reports[reports.len() - 2], &reports[reports.len() - 1]);
+        let close = |x: f64, y: f64| (x - y).abs() <= 1e-6 * (1.0 + x.abs());
+        assert!(a.entropy.is_some() && b.entropy.is_some());
+        for (what, x, y) in [
+            ("loss", a.loss, b.loss),
+            ("grad_norm", a.grad_norm, b.grad_norm),
+            ("entropy", a.entropy.unwrap(), b.entropy.unwrap()),
+            ("clip_ratio_region", a.clip_ratio_region, b.clip_ratio_region),
+            ("num_tokens", a.num_tokens, b.num_tokens),
+        ] {
+            assert!(close(x, y), "{loss_type:?} {what}: {x} vs {y}");
+        }
+        assert!(a.grad_norm > 0.0);
+        for (x, y) in wa.iter().zip(wb) {
+            let d = (x - y).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+            assert!(d < 1e-6, "{loss_type:?}: weights differ by {d}");
+        }
     }
 }

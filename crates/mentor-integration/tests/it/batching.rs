@@ -6,14 +6,13 @@
 use mentor_core::{
     Diagnosis, FailureCategory, GuardRejection, Intervention, Mentor, MentorError, MentorRequest, Task,
 };
-use mentor_grpo::ScaleRewards;
 use mentor_integration::{
     Assembly, Credit, FailedAttempt, InterventionConfig, InterventionRecord, MonitorConfig, Plugin, Rollout,
     Sample, SampleRequest, StepMetrics, StepOutput, Strategy, TrainRow,
 };
 use mentor_verify_math::MathVerifier;
 
-use crate::{groups, level, shown_level, task, LevelMentor, Scripted, Tasks};
+use crate::{advantage_of, groups, level, shown_level, task, LevelMentor, Scripted, Tasks};
 
 /// One request as the policy double saw it: task, hint level shown, forced prefix, n.
 type Seen = (String, Option<u8>, Option<String>, usize);
@@ -70,8 +69,7 @@ fn cfg(assembly: Assembly) -> InterventionConfig {
 /// One step of a fresh plug-in with `mentor` and `config` on [`NEEDS`]' groups of 4.
 fn step(mentor: Box<dyn Mentor>, config: InterventionConfig) -> (StepOutput, Counting, Plugin) {
     let first = groups(&mut Scripted::new(&NEEDS), &tasks(), 4);
-    let mut plugin =
-        Plugin::new(Strategy::Intervene { mentor, config }, MonitorConfig::default(), ScaleRewards::Group);
+    let mut plugin = Plugin::new(Strategy::Intervene { mentor, config }, MonitorConfig::default());
     let mut policy = Counting::new(&NEEDS);
     let out = plugin.process(first, &mut policy, &MathVerifier::default(), None).unwrap();
     (out, policy, plugin)
@@ -150,7 +148,7 @@ fn one_sample_batch_per_escalation_round_and_records_in_group_order() {
     let steps: Vec<u32> = "Step one. ".bytes().map(u32::from).collect();
     for r in &out.rows[..8] {
         // Prefix credit: A = r − 0 against the collapsed group; only level 3 forced the steps.
-        assert_eq!(r.advantage, r.reward);
+        assert_eq!(advantage_of(&out.rows, r), r.reward);
         assert_eq!(r.completion_ids.starts_with(&steps), r.task_id == "b");
     }
     let rewards: Vec<f64> = out.rows[..8].iter().map(|r| r.reward).collect();
@@ -340,8 +338,7 @@ fn dapo_refills_in_one_batch_per_round() {
     let refills = || Tasks(vec![task("d", "4"), task("e", "5"), task("f", "6"), task("h", "7")]);
     let unhinted = |t: &str| (t.to_string(), None, None, 4);
 
-    let mut plugin =
-        Plugin::new(Strategy::Dapo { max_refill_groups: 3 }, MonitorConfig::default(), ScaleRewards::Group);
+    let mut plugin = Plugin::new(Strategy::Dapo { max_refill_groups: 3 }, MonitorConfig::default());
     let mut policy = Counting::new(&needs);
     let mut source = refills();
     let out =
@@ -357,8 +354,7 @@ fn dapo_refills_in_one_batch_per_round() {
     assert_eq!(source.0.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), vec!["h"]);
 
     // A refill budget of 2 ends after round 1, one group short.
-    let mut plugin =
-        Plugin::new(Strategy::Dapo { max_refill_groups: 2 }, MonitorConfig::default(), ScaleRewards::Group);
+    let mut plugin = Plugin::new(Strategy::Dapo { max_refill_groups: 2 }, MonitorConfig::default());
     let mut policy = Counting::new(&needs);
     let mut source = refills();
     let out = plugin.process(first, &mut policy, &MathVerifier::default(), Some(&mut source)).unwrap();
@@ -409,7 +405,6 @@ fn a_batch_with_fewer_samples_than_asked_is_an_error_not_a_short_group() {
     let mut plugin = Plugin::new(
         Strategy::Intervene { mentor: Box::new(LevelMentor), config: cfg(Assembly::Replace) },
         MonitorConfig::default(),
-        ScaleRewards::Group,
     );
     let mut policy = Short(Counting::new(&NEEDS));
     let err = plugin.process(first, &mut policy, &MathVerifier::default(), None).unwrap_err().to_string();

@@ -14,8 +14,16 @@ use mentor_core::{
     Completion, FinishReason, Hint, HintLevel, HintSource, Intervention, Mentor, MentorError, MentorRequest,
     Task,
 };
-use mentor_integration::{Group, Rollout, Sample, SampleRequest, Scored, TaskSource};
+use mentor_grpo::ScaleRewards;
+use mentor_integration::{Group, Rollout, Sample, SampleRequest, Scored, TaskSource, TrainRow};
 use mentor_verify_math::MathVerifier;
+
+/// The advantage of `row`, one of `rows`, as the GRPO update computes it (group-relative,
+/// `scale_rewards = group`; `prefix` rows against their baseline).
+pub fn advantage_of(rows: &[TrainRow], row: &TrainRow) -> f64 {
+    let i = rows.iter().position(|r| std::ptr::eq(r, row)).expect("a row of `rows`");
+    mentor_integration::advantages(rows, ScaleRewards::Group).unwrap()[i]
+}
 
 /// A policy double: task `t` is solved when shown a hint of level ≥ `needs[t]` (0 = solved
 /// without hints, 4 = never). With a forced prefix it continues after it. Token ids are the

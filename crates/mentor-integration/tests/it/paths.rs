@@ -1,17 +1,12 @@
-use mentor_grpo::ScaleRewards;
 use mentor_integration::{
     Assembly, Credit, EventState, InterventionConfig, MonitorConfig, Plugin, Strategy, Trigger,
 };
 use mentor_verify_math::MathVerifier;
 
-use crate::{groups, level, task, LevelMentor, Scripted, Tasks};
+use crate::{advantage_of, groups, level, task, LevelMentor, Scripted, Tasks};
 
 fn mentor_arm(config: InterventionConfig) -> Plugin {
-    Plugin::new(
-        Strategy::Intervene { mentor: Box::new(LevelMentor), config },
-        MonitorConfig::default(),
-        ScaleRewards::Group,
-    )
+    Plugin::new(Strategy::Intervene { mentor: Box::new(LevelMentor), config }, MonitorConfig::default())
 }
 
 fn cfg(assembly: Assembly, credit: Credit) -> InterventionConfig {
@@ -118,13 +113,17 @@ fn each_assembly_and_credit_mode_produces_the_right_rows() {
                     r.completion_ids.starts_with(&"Step one. ".bytes().map(u32::from).collect::<Vec<_>>());
                 assert_eq!(starts_with_steps, credit == Credit::Prefix, "{credit:?}");
                 if credit == Credit::Prefix {
-                    assert_eq!(r.advantage, r.reward, "A = r − 0 against the collapsed group's baseline");
+                    assert_eq!(
+                        advantage_of(rows, r),
+                        r.reward,
+                        "A = r − 0 against the collapsed group's baseline"
+                    );
                 }
             }
             if credit != Credit::Prefix {
                 // Group-relative advantages sum to zero in every group.
                 for g in 0..=rows.iter().map(|r| r.group).max().unwrap() {
-                    let s: f64 = rows.iter().filter(|r| r.group == g).map(|r| r.advantage).sum();
+                    let s: f64 = rows.iter().filter(|r| r.group == g).map(|r| advantage_of(rows, r)).sum();
                     assert!(s.abs() < 1e-9, "{assembly:?} {credit:?} group {g}: {s}");
                 }
             }
@@ -159,14 +158,14 @@ fn prefix_credit_can_also_train_the_hinted_group_in_its_own_context() {
             assert_eq!(r.context_ids, steps, "the hint's steps are context, not loss");
             assert!(!r.completion_ids.starts_with(&steps));
         }
-        let sum: f64 = copy.iter().map(|r| r.advantage).sum();
+        let sum: f64 = copy.iter().map(|r| advantage_of(rows, r)).sum();
         assert!(sum.abs() < 1e-9, "group-relative advantages: {sum}");
         // The prefix rows are as without the option.
         let prefix_rows: Vec<_> = rows.iter().filter(|r| r.group != last && r.hint_level.is_some()).collect();
         assert!(!prefix_rows.is_empty());
         for r in prefix_rows {
             assert!(r.completion_ids.starts_with(&steps) && r.context_ids.is_empty());
-            assert_eq!(r.advantage, r.reward);
+            assert_eq!(advantage_of(rows, r), r.reward);
         }
     }
 }
@@ -181,7 +180,6 @@ fn collapse_events_gate_the_on_event_trigger() {
     let mut plugin = Plugin::new(
         Strategy::Intervene { mentor: Box::new(LevelMentor), config: c },
         MonitorConfig { window: 2, raise_above: 0.5, clear_below: 0.3 },
-        ScaleRewards::Group,
     );
     let out = plugin.process(groups(&mut policy, &tasks, 2), &mut policy, &v, None).unwrap();
     assert_eq!(
@@ -207,11 +205,11 @@ fn collapse_events_gate_the_on_event_trigger() {
 fn vanilla_keeps_collapsed_groups_with_zero_advantage() {
     let mut policy = Scripted::new(&[("a", 4), ("b", 0)]);
     let tasks = [task("a", "1"), task("b", "2")];
-    let mut plugin = Plugin::new(Strategy::Vanilla, MonitorConfig::default(), ScaleRewards::Group);
+    let mut plugin = Plugin::new(Strategy::Vanilla, MonitorConfig::default());
     let out =
         plugin.process(groups(&mut policy, &tasks, 4), &mut policy, &MathVerifier::default(), None).unwrap();
     assert_eq!(out.rows.len(), 8);
-    assert!(out.rows.iter().filter(|r| r.task_id == "a").all(|r| r.advantage == 0.0));
+    assert!(out.rows.iter().filter(|r| r.task_id == "a").all(|r| advantage_of(&out.rows, r) == 0.0));
     assert_eq!((out.metrics.collapsed, out.metrics.extra_rollouts), (1, 0));
 }
 
@@ -220,8 +218,7 @@ fn dapo_drops_constant_groups_and_refills() {
     // "a" always fails (all-0), "b" half right (kept), "c" never sampled unless refilled.
     let mut policy = Scripted::new(&[("a", 4), ("b", 0), ("c", 0), ("d", 4)]);
     let tasks = [task("a", "1"), task("b", "2")];
-    let mut plugin =
-        Plugin::new(Strategy::Dapo { max_refill_groups: 3 }, MonitorConfig::default(), ScaleRewards::Group);
+    let mut plugin = Plugin::new(Strategy::Dapo { max_refill_groups: 3 }, MonitorConfig::default());
     let mut source = Tasks(vec![task("d", "4"), task("c", "3")]);
     let out = plugin
         .process(groups(&mut policy, &tasks, 4), &mut policy, &MathVerifier::default(), Some(&mut source))
@@ -288,8 +285,7 @@ fn full_solution_swaps_the_reference_into_collapsed_groups_only() {
     let mut policy = Scripted::new(&[("a", 4), ("b", 0), ("c", 4)]);
     let tasks = [with_reference("a", "12"), with_reference("b", "7"), task("c", "3")];
     let gs = groups(&mut policy, &tasks, 4);
-    let mut plugin =
-        Plugin::new(Strategy::FullSolution { max_groups: 2 }, MonitorConfig::default(), ScaleRewards::Group);
+    let mut plugin = Plugin::new(Strategy::FullSolution { max_groups: 2 }, MonitorConfig::default());
     assert_eq!(plugin.name(), "full_solution");
     let out = plugin.process(gs, &mut policy, &v, None).unwrap();
     let m = &out.metrics;
@@ -303,10 +299,10 @@ fn full_solution_swaps_the_reference_into_collapsed_groups_only() {
     assert_eq!(a[3].prompt, tasks[0].prompt);
     assert!(a[3].behaviour_logprobs.is_none(), "no importance ratio on the off-policy row");
     // Group-normalised: the reference pushed up, the failures down, summing to zero.
-    assert!(a[3].advantage > 0.0 && a[..3].iter().all(|r| r.advantage < 0.0));
-    assert!(a.iter().map(|r| r.advantage).sum::<f64>().abs() < 1e-9);
+    assert!(advantage_of(&out.rows, a[3]) > 0.0 && a[..3].iter().all(|r| advantage_of(&out.rows, r) < 0.0));
+    assert!(a.iter().map(|r| advantage_of(&out.rows, r)).sum::<f64>().abs() < 1e-9);
     // c (no reference) stays collapsed with zero advantages.
-    assert!(out.rows.iter().filter(|r| r.task_id == "c").all(|r| r.advantage == 0.0));
+    assert!(out.rows.iter().filter(|r| r.task_id == "c").all(|r| advantage_of(&out.rows, r) == 0.0));
     let rec = &out.interventions[0];
     assert_eq!((rec.task_id.as_str(), rec.rescued), ("a", true));
     assert_eq!(rec.hints[0].source, mentor_core::HintSource::Reference);
@@ -322,10 +318,9 @@ fn full_solution_skips_a_reference_the_verifier_rejects() {
     });
     let mut policy = Scripted::new(&[("a", 4)]);
     let gs = groups(&mut policy, std::slice::from_ref(&t), 4);
-    let mut plugin =
-        Plugin::new(Strategy::FullSolution { max_groups: 8 }, MonitorConfig::default(), ScaleRewards::Group);
+    let mut plugin = Plugin::new(Strategy::FullSolution { max_groups: 8 }, MonitorConfig::default());
     let out = plugin.process(gs, &mut policy, &v, None).unwrap();
     assert_eq!((out.metrics.intervened, out.metrics.rescued), (1, 0));
     assert!(!out.interventions[0].rescued);
-    assert!(out.rows.iter().all(|r| r.reward == 0.0 && r.advantage == 0.0));
+    assert!(out.rows.iter().all(|r| r.reward == 0.0 && advantage_of(&out.rows, r) == 0.0));
 }

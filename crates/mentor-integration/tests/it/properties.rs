@@ -1,9 +1,8 @@
-use mentor_grpo::ScaleRewards;
 use mentor_integration::{Assembly, Credit, InterventionConfig, MonitorConfig, Plugin, Strategy as Arm};
 use mentor_verify_math::MathVerifier;
 use proptest::prelude::*;
 
-use crate::{groups, task, LevelMentor, Scripted};
+use crate::{advantage_of, groups, task, LevelMentor, Scripted};
 
 fn assembly() -> impl Strategy<Value = Assembly> {
     prop_oneof![
@@ -33,7 +32,7 @@ proptest! {
         let mut policy = Scripted::new(&pairs.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
         let gs = groups(&mut policy, &tasks, g);
         let config = InterventionConfig { hinted_samples: hinted, assembly, credit, max_extra_rollouts_per_step: budget, ..InterventionConfig::default() };
-        let mut plugin = Plugin::new(Arm::Intervene { mentor: Box::new(LevelMentor), config }, MonitorConfig::default(), ScaleRewards::Group);
+        let mut plugin = Plugin::new(Arm::Intervene { mentor: Box::new(LevelMentor), config }, MonitorConfig::default());
         let out = plugin.process(gs, &mut policy, &MathVerifier::default(), None).unwrap();
         let m = &out.metrics;
         prop_assert!(m.extra_rollouts <= budget);
@@ -55,7 +54,7 @@ proptest! {
             prop_assert!(r.group == last || (r.group == last + 1 && !seen.contains(&r.group)), "contiguous");
             seen.insert(r.group);
             last = r.group;
-            prop_assert!(r.advantage.is_finite());
+            prop_assert!(advantage_of(&out.rows, r).is_finite());
             prop_assert!(!r.completion_ids.is_empty());
             if let Some(b) = &r.behaviour_logprobs { prop_assert_eq!(b.len(), r.completion_ids.len()); }
             prop_assert_eq!(r.behaviour_logprobs.is_some(), credit == Credit::StrippedIs && r.hint_level.is_some());

@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use candle_core::{DType, Device, Tensor};
 use mentor_agents::{AgentMentor, Guard, GuardConfig, Refinement, StaticHints};
-use mentor_core::{AnswerEquivalence, Completion, FinishReason, Task, Verifier};
-use mentor_grpo::{GrpoConfig, PolicyOutput, RolloutBatch, ScaleRewards, Updater};
+use mentor_core::{Completion, FinishReason, Task, Verifier};
+use mentor_grpo::{GrpoConfig, Pass, PolicyOutput, RolloutBatch, Updater};
 use mentor_integration::{
     Group, InterventionConfig, MonitorConfig, Plugin, Rollout, Sample, SampleRequest, Scored, Strategy,
     TaskSource, TrainRow,
 };
 use mentor_policy::generate::GenerateConfig;
 use mentor_policy::{Config, LogProbOptions, Policy, Sampler};
+use mentor_verify_math::MathEquivalence;
 use mentor_verify_math::MathVerifier;
 
 struct PolicyRollout<'a> {
@@ -57,13 +58,6 @@ impl Rollout for PolicyRollout<'_> {
     }
 }
 
-struct MathEq;
-impl AnswerEquivalence for MathEq {
-    fn equivalent(&self, gold: &str, candidate: &str) -> bool {
-        mentor_verify_math::equivalent(gold, candidate, &mentor_verify_math::Config::default())
-    }
-}
-
 struct More(Vec<Task>);
 impl TaskSource for More {
     fn next_task(&mut self) -> Option<Task> {
@@ -96,13 +90,13 @@ fn update(policy: &Policy, rows: &[TrainRow]) -> f64 {
         truncated: rows.iter().map(|r| r.truncated).collect(),
         old_logps: None,
         ref_logps: None,
-        advantages: Some(rows.iter().map(|r| r.advantage).collect()),
+        baselines: Some(rows.iter().map(|r| r.baseline).collect()),
     };
     let vars = policy.vars().into_iter().map(|(_, v)| v).collect();
     let mut updater =
         Updater::new(GrpoConfig { learning_rate: 1e-3, ..GrpoConfig::default() }, vars, 1).unwrap();
     let metrics = updater
-        .update(&batch, |idx: &[usize]| -> Result<PolicyOutput, mentor_policy::Error> {
+        .update(&batch, |idx: &[usize], _: Pass| -> Result<PolicyOutput, mentor_policy::Error> {
             let p: Vec<_> = idx.iter().map(|&i| prompts[i].clone()).collect();
             let c: Vec<_> = idx.iter().map(|&i| completions[i].clone()).collect();
             let out = policy.logprobs(&p, &c, &LogProbOptions::default())?;
@@ -126,7 +120,7 @@ fn every_strategy_runs_a_full_step_with_a_finite_loss() {
     )
     .unwrap();
     let verifier = MathVerifier::default();
-    let guard = || Guard::new(GuardConfig::default(), Arc::new(MathEq));
+    let guard = || Guard::new(GuardConfig::default(), Arc::new(MathEquivalence::default()));
     let arms: Vec<Strategy> = vec![
         Strategy::Vanilla,
         Strategy::Dapo { max_refill_groups: 2 },
@@ -145,7 +139,7 @@ fn every_strategy_runs_a_full_step_with_a_finite_loss() {
     ];
     for arm in arms {
         let name = arm.name();
-        let mut plugin = Plugin::new(arm, MonitorConfig::default(), ScaleRewards::Group);
+        let mut plugin = Plugin::new(arm, MonitorConfig::default());
         let mut rollout = PolicyRollout { policy: &policy, seed: 0 };
         let groups: Vec<Group> = tasks()
             .into_iter()

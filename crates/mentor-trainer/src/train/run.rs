@@ -211,7 +211,7 @@ pub fn start<'a>(
         updater.optimizer_mut().restore(s)?;
     }
     let built = strategy(cfg, &policy)?;
-    let mut plugin = Plugin::new(built.strategy, cfg.strategy.monitor.clone(), cfg.grpo.scale_rewards);
+    let mut plugin = Plugin::new(built.strategy, cfg.strategy.monitor.clone());
     if let Some(s) = plugin_state {
         plugin.restore(s);
     }
