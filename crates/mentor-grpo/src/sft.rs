@@ -110,7 +110,8 @@ mod tests {
             let x = Tensor::from_vec(flat, (piece.len(), 2), &Device::Cpu)?;
             x.broadcast_mul(w.as_tensor())?.sum_all()
         };
-        let (one_loss, one) = sharded_gradients(shard(xs.clone(), 1), 7.0, std::slice::from_ref(&w), nll).unwrap();
+        let (one_loss, one) =
+            sharded_gradients(shard(xs.clone(), 1), 7.0, std::slice::from_ref(&w), nll).unwrap();
         let (loss, many) = sharded_gradients(shard(xs, 3), 7.0, std::slice::from_ref(&w), nll).unwrap();
         assert!((one_loss - loss).abs() < 1e-12);
         // d/dw of sum(w * x) / 7 = (sum of x) / 7.
