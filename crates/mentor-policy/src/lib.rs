@@ -34,6 +34,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod attention;
 mod batch;
 pub mod chat_template;
 mod checkpoint;

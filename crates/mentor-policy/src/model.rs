@@ -454,20 +454,16 @@ impl Model {
             // GQA without materialising repeated keys: query head h uses kv head h / n_rep
             // (HF `repeat_kv`), so group the n_rep query heads of one kv head along time.
             let q = q.contiguous()?.reshape((b, nkv, n_rep * t, hd))?;
-            let att = q.matmul(&k.t()?)?;
-            let att = if fast {
-                // `[B, kv_heads, n_rep * T, Tk]` as is: reshapes of this, the largest tensor,
-                // each cost a pass in the backward.
-                kernels::masked_softmax(&att, mask, scale)?
+            // A decode step (one position per row, no gradient): one fused pass.
+            let decoded = if kernels == Kernels::Fused && t == 1 && prefix.is_none() {
+                crate::attention::decode(&q, &k, &v, mask, scale)?
             } else {
-                let att = (att * scale)?.reshape((b, nkv, n_rep, t, tk))?.broadcast_add(&mask5)?;
-                let att = match kernels {
-                    Kernels::Fused => candle_nn::ops::softmax_last_dim(&att)?,
-                    Kernels::Differentiable => candle_nn::ops::softmax(&att, D::Minus1)?,
-                };
-                att.reshape((b, nkv, n_rep * t, tk))?
+                None
             };
-            let y = att.matmul(&v)?;
+            let y = match decoded {
+                Some(y) => y,
+                None => Self::attend(&q, &k, &v, mask, &mask5, scale, kernels, fast)?,
+            };
             let y = y.reshape((b, nh, t, hd))?.transpose(1, 2)?.reshape((b, t, nh * hd))?;
             let y = match packed {
                 Some(pk) => pk.pack(&y)?,
@@ -476,10 +472,49 @@ impl Model {
             x = (x + lin(&l.o, &y)?)?;
             let h = self.rms(&x, &l.ln2, kernels, fast)?;
             let (gate, up) = (lin(&l.gate, &h)?, lin(&l.up, &h)?);
-            let m = if fast { kernels::swiglu(&gate, &up)? } else { (gate.silu()? * up)? };
+            // The fused SwiGLU has a backward; it serves the no-grad path too where it runs.
+            let m = if fast || (kernels == Kernels::Fused && kernels::supported(&gate)) {
+                kernels::swiglu(&gate, &up)?
+            } else {
+                (gate.silu()? * up)?
+            };
             x = (x + lin(&l.down, &m)?)?;
         }
         Ok(x)
+    }
+
+    /// Attention from candle ops: `softmax(scale * q·kᵀ + mask) · v`, grouped-query `q`
+    /// `[B, kv_heads, n_rep * T, hd]` against `k`, `v` `[B, kv_heads, Tk, hd]`.
+    #[allow(clippy::too_many_arguments)]
+    fn attend(
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        mask: &Tensor,
+        mask5: &Tensor,
+        scale: f64,
+        kernels: Kernels,
+        fast: bool,
+    ) -> Result<Tensor> {
+        let (b, nkv, rows, _) = q.dims4()?;
+        let (t, tk) = (mask.dim(2)?, mask.dim(3)?);
+        let n_rep = rows / t.max(1);
+        let att = q.matmul(&k.t()?)?;
+        // The fused masked softmax (one pass, no scaled or masked copies of the scores, the
+        // largest tensor) for training's fast path, and for the no-grad path where it runs.
+        let att = if fast || (kernels == Kernels::Fused && kernels::supported(&att)) {
+            // `[B, kv_heads, n_rep * T, Tk]` as is: reshapes of this, the largest tensor,
+            // each cost a pass in the backward.
+            kernels::masked_softmax(&att, mask, scale)?
+        } else {
+            let att = (att * scale)?.reshape((b, nkv, n_rep, t, tk))?.broadcast_add(mask5)?;
+            let att = match kernels {
+                Kernels::Fused => candle_nn::ops::softmax_last_dim(&att)?,
+                Kernels::Differentiable => candle_nn::ops::softmax(&att, D::Minus1)?,
+            };
+            att.reshape((b, nkv, n_rep * t, tk))?
+        };
+        Ok(att.matmul(v)?)
     }
 }
 
