@@ -24,8 +24,21 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("mentor-python", &["mentor-trainer"]),
 ];
 
+/// The host's target triple (`rustc -vV`).
+fn host() -> String {
+    let out = std::process::Command::new("rustc").arg("-vV").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines().find_map(|l| l.strip_prefix("host: ")).unwrap_or_default().trim().to_string()
+}
+
+/// The workspace's metadata for the host platform only: offline, `cargo metadata` would
+/// otherwise need every other platform's packages (never downloaded by a Linux build) in
+/// the package cache.
 fn metadata() -> Value {
-    let out = cargo().args(["metadata", "--format-version", "1", "--offline"]).output().unwrap();
+    let out = cargo()
+        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", &host()])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
