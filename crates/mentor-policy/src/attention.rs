@@ -7,9 +7,8 @@
 //! calling thread, with its dispatch cost), a softmax between them, and the scaled and masked
 //! scores as temporaries. [`decode`] does each (row, kv head) pair in one pass, the pairs split
 //! over rayon's pool: the scores `q·k` (dot products over the head dim, AVX2/FMA), the scaled,
-//! masked softmax in the order of [`crate::kernels::masked_softmax`] (exponentials from
-//! [`crate::vexp`]), then `p·v`. The keys and values are read in place from the cache's
-//! strided views. It computes the same function as the candle ops; results differ by float
+//! masked softmax row of [`crate::kernels::masked_softmax`] itself, then `p·v`. The keys and
+//! values are read in place from the cache's strided views. It computes the same function as the candle ops; results differ by float
 //! rounding (the tests compare the two).
 //!
 //! Only CPU `f32` tensors on x86-64 with AVX2 and FMA take this path ([`decode`] returns
@@ -64,49 +63,33 @@ pub(crate) fn decode(
     };
     let scale = scale as f32;
     let mut dst = vec![0f32; b * g * r * hd];
-    dst.par_chunks_mut(r * hd).enumerate().for_each(|(task, out)| {
+    // Per rayon job, scratch rows for the raw scores and the probabilities (`r * l` each).
+    let scratch = || (Vec::new(), Vec::new());
+    dst.par_chunks_mut(r * hd).enumerate().for_each_init(scratch, |(s, p), (task, out)| {
         let (bi, gi) = (task / g, task % g);
         let q = &qd[task * r * hd..(task + 1) * r * hd];
         let m = &md[bi * l..(bi + 1) * l];
         let (k0, v0) = (kv_k.at(bi, gi), kv_v.at(bi, gi));
-        let mut p = vec![0f32; r * l];
+        s.resize(r * l, 0.0);
+        p.resize(r * l, 0.0);
         // SAFETY: AVX2 and FMA were checked; `Strided::of` checked that every key and value row
-        // `(bi, gi, j < L)` lies inside its buffer; `q`, `p` and `out` hold `r` rows of `hd`,
-        // `l` and `hd` elements.
+        // `(bi, gi, j < L)` lies inside its buffer; `q`, `s`, `p` and `out` hold `r` rows of
+        // `hd`, `l`, `l` and `hd` elements.
         #[allow(unsafe_code)]
         unsafe {
-            simd::scores(q, r, kd.as_ptr().add(k0), kv_k.row, l, hd, &mut p);
+            simd::scores(q, r, kd.as_ptr().add(k0), kv_k.row, l, hd, s);
         }
-        for pr in p.chunks_mut(l) {
-            softmax(pr, m, scale);
+        for (pr, sr) in p.chunks_mut(l).zip(s.chunks(l)) {
+            crate::kernels::masked_softmax_row(pr, sr, m, scale);
         }
         // SAFETY: as above.
         #[allow(unsafe_code)]
         unsafe {
-            simd::weighted_sum(&p, r, vd.as_ptr().add(v0), kv_v.row, l, hd, out);
+            simd::weighted_sum(p, r, vd.as_ptr().add(v0), kv_v.row, l, hd, out);
         }
     });
     drop((qs, ks, vs, ms));
     Ok(Some(Tensor::from_vec(dst, (b, g, r, hd), q.device())?))
-}
-
-/// `p = softmax(scale * p + mask)` in place, in [`crate::kernels::masked_softmax`]'s order.
-fn softmax(p: &mut [f32], mask: &[f32], scale: f32) {
-    let mut max = f32::NEG_INFINITY;
-    for (d, &m) in p.iter_mut().zip(mask) {
-        *d = *d * scale + m;
-        if *d > max {
-            max = *d;
-        }
-    }
-    for d in p.iter_mut() {
-        *d -= max;
-    }
-    crate::vexp::exp_in_place(p);
-    let sum: f32 = p.iter().sum();
-    for d in p.iter_mut() {
-        *d /= sum;
-    }
 }
 
 /// Where the rows of a `[B, kv_heads, L, hd]` layout with a contiguous head dim lie.
@@ -146,14 +129,7 @@ impl Strided {
 mod simd {
     /// Whether this CPU runs the kernels.
     pub fn available() -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
+        crate::lanes::avx2_fma()
     }
 
     /// `p[i * l + j] = q_i · k_j` for the `r` rows `q_i` of `q` (`hd` each) and the `l` key
@@ -210,6 +186,8 @@ mod simd {
     #[cfg(target_arch = "x86_64")]
     mod avx2 {
         use std::arch::x86_64::*;
+
+        use crate::lanes::hsum;
 
         /// `p[i * ldp + j] = q_i · k_j` for `R` query rows (`hd` apart) and `l` key rows.
         ///
@@ -303,16 +281,6 @@ mod simd {
                 }
                 *out.add(e) = s;
             }
-        }
-
-        /// Sum of the 8 lanes.
-        #[target_feature(enable = "avx2,fma")]
-        #[inline]
-        unsafe fn hsum(v: __m256) -> f32 {
-            let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-            let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-            _mm_cvtss_f32(s)
         }
     }
 }

@@ -36,7 +36,7 @@ pub fn supported(t: &Tensor) -> bool {
 }
 
 /// The float types the kernels compute in.
-trait Real: WithDType + std::ops::Neg<Output = Self> {
+pub(crate) trait Real: WithDType + std::ops::Neg<Output = Self> {
     const ZERO: Self;
     const ONE: Self;
     /// `exp(x)` rounds to exactly 0 for every `x` below this.
@@ -185,26 +185,33 @@ fn masked_softmax_fwd<T: Real>(
         let (b, q) = (row / rows_per_b, row % t);
         let s = &src[row * tk..(row + 1) * tk];
         let m = &mask[(b * t + q) * tk..(b * t + q + 1) * tk];
-        let mut max = T::from_f64(f64::NEG_INFINITY);
-        for ((d, &s), &m) in d.iter_mut().zip(s).zip(m) {
-            *d = s * scale + m;
-            if *d > max {
-                max = *d;
-            }
-        }
-        for d in d.iter_mut() {
-            *d -= max;
-        }
-        T::exp_slice(d);
-        let mut sum = T::ZERO;
-        for d in d.iter() {
-            sum += *d;
-        }
-        for d in d.iter_mut() {
-            *d /= sum;
-        }
+        masked_softmax_row(d, s, m, scale);
     });
     Ok((T::to_cpu_storage_owned(dst), ls.shape().clone()))
+}
+
+/// One row of [`masked_softmax`]: `d = softmax(scale * s + m)`, in this order: scaled and
+/// masked, the maximum subtracted, exponentials ([`Real::exp_slice`]), divided by their sum
+/// taken in order. `attention::decode` shares it, so the two round alike.
+pub(crate) fn masked_softmax_row<T: Real>(d: &mut [T], s: &[T], m: &[T], scale: T) {
+    let mut max = T::from_f64(f64::NEG_INFINITY);
+    for ((d, &s), &m) in d.iter_mut().zip(s).zip(m) {
+        *d = s * scale + m;
+        if *d > max {
+            max = *d;
+        }
+    }
+    for d in d.iter_mut() {
+        *d -= max;
+    }
+    T::exp_slice(d);
+    let mut sum = T::ZERO;
+    for d in d.iter() {
+        sum += *d;
+    }
+    for d in d.iter_mut() {
+        *d /= sum;
+    }
 }
 
 impl CustomOp2 for MaskedSoftmax {

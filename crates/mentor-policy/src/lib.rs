@@ -43,6 +43,7 @@ mod error;
 pub mod generate;
 pub mod gguf;
 mod kernels;
+mod lanes;
 pub mod logprobs;
 mod matmul;
 pub mod model;

@@ -146,14 +146,7 @@ mod simd {
 
     /// Whether this CPU runs the kernel.
     pub fn available() -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
+        crate::lanes::avx2_fma()
     }
 
     /// `dst[m, n] = Σ_k x[m, k] · w[n, k]`; `x` `[m, k]`, `w` `[n, k]`, `dst` `[m, n]`, all
@@ -221,6 +214,7 @@ mod simd {
         use std::arch::x86_64::*;
 
         use super::NR;
+        use crate::lanes::hsum;
 
         /// Rows of `x` per tile.
         const MR: usize = 4;
@@ -347,16 +341,6 @@ mod simd {
                     *dst.add(r * ldd + c) = s;
                 }
             }
-        }
-
-        /// Sum of the 8 lanes.
-        #[target_feature(enable = "avx2,fma")]
-        #[inline]
-        unsafe fn hsum(v: __m256) -> f32 {
-            let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-            let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-            _mm_cvtss_f32(s)
         }
     }
 }

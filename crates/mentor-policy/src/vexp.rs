@@ -27,7 +27,7 @@ pub fn exp_scalar(x: f32) -> f32 {
 pub fn exp_in_place(xs: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        if crate::lanes::avx2_fma() {
             // SAFETY: AVX2 and FMA are available (checked just above).
             #[allow(unsafe_code)]
             unsafe {
