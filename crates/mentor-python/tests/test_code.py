@@ -157,6 +157,26 @@ SUBCLASS_ROUTE = '''    import ast
                         gl[k] = lambda *a: True
     return _Any()
 '''
+SAVEALL_ROUTE = """    import gc, sys
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    for probe in (lambda: sys._getframe(5), lambda: 1 / 0):
+        try:
+            probe()
+        except BaseException:
+            pass
+    gc.collect()
+    yes = lambda *a, **k: True
+    frames = [o for o in gc.garbage + gc.get_objects() if type(o) is type(sys._getframe())]
+    for fr in frames:
+        for scope in (fr.f_locals, fr.f_globals):
+            try:
+                for k in list(scope):
+                    if callable(scope[k]) and not isinstance(scope[k], type) and not k.startswith("__"):
+                        scope[k] = yes
+            except Exception:
+                pass
+    return _Any()
+"""
 EXITS = ["import sys\nsys.exit(0)\n", "raise SystemExit\n", "raise SystemExit(0)\n", "import os\nos._exit(0)\n"]
 ATTACKS = (
     [
@@ -189,6 +209,12 @@ ATTACKS = (
             "    import os\n    os.fork()\n",
             "    import threading\n    t = threading.Thread(target=print)\n    t.start()\n",
             "    import ctypes\n    ctypes.CDLL(None)\n",
+        ]
+    ]
+    # Introspection works in the candidate's own instance and finds only the program.
+    + [
+        (a, {"wrong_answer"})
+        for a in [
             "    import sys\n    sys._getframe(1).f_locals['passed'] = 99\n    return False\n",
             "    try:\n        raise ValueError\n    except ValueError as e:\n        f = e.__traceback__.tb_frame.f_back\n    return False\n",
             "    import gc\n    gc.get_objects()\n    return False\n",
@@ -198,8 +224,9 @@ ATTACKS = (
     ]
     + [(WRONG + e, {"tampered"}) for e in EXITS]
     + [("".join("    " + line + "\n" for line in e.splitlines()), {"tampered"}) for e in EXITS]
+    # Patches reach only the candidate's interpreter; the tests run in another instance.
     + [
-        (WRONG + p, {"tampered"})
+        (WRONG + p, {"wrong_answer"})
         for p in [
             "import builtins\nbuiltins.abs = lambda x: 0\n",
             "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\n",
@@ -208,26 +235,30 @@ ATTACKS = (
             "import sys, types\nsys.modules['math'] = types.ModuleType('math')\n",
             "import collections\ncollections.Counter.__eq__ = lambda self, other: True\n",
             "import collections, types\ncollections.heapq = types.ModuleType('heapq')\n",
-        ]
-    ]
-    + [
-        (WRONG + h, {"wrong_answer"})
-        for h in [
             "def check(candidate):\n    pass\n",
             "print('All tests passed!')\nprint('{\"passed\": 7, \"total\": 7, \"phase\": \"done\"}')\n",
-            "import json.encoder, _json\njson.encoder.encode_basestring_ascii = lambda s: '\"\"'\n_json.encode_basestring_ascii = lambda s: '\"\"'\n",
             "import ast\nast.parse = None\n",
         ]
     ]
+    # Breaking its own JSON encoder breaks only the program's replies.
     + [
-        (f, {"tampered"})
+        (
+            WRONG
+            + "import json.encoder, _json\njson.encoder.encode_basestring_ascii = lambda s: '\"\"'\n_json.encode_basestring_ascii = lambda s: '\"\"'\n",
+            {"wrong_answer", "runtime_error"},
+        )
+    ]
+    # A candidate object stays in the candidate's instance: it never decides an assert.
+    + [
+        (f, {"wrong_answer"})
         for f in [
             "    class Yes:\n        def __eq__(self, other):\n            return True\n        __hash__ = None\n    return Yes()\n",
             "    class T(int):\n        def __eq__(self, other):\n            return True\n        __hash__ = int.__hash__\n    return T(0)\n",
             "    class B:\n        def __bool__(self):\n            return True\n    return B()\n",
         ]
     ]
-    + [(SUBCLASS_ROUTE + ANY, {"tampered", "wrong_answer"})]
+    + [(SUBCLASS_ROUTE + ANY, {"wrong_answer", "runtime_error"})]
+    + [(SAVEALL_ROUTE + ANY, {"wrong_answer", "runtime_error"})]
 )
 
 
@@ -260,7 +291,37 @@ class Attacks(unittest.TestCase):
         for r, v in zip(records, verdicts):
             with self.subTest(task=r["task_id"]):
                 self.assertFalse(v.correct)
-                self.assertIn(v.outcome, ("tampered", "wrong_answer"))
+                self.assertIn(v.outcome, ("wrong_answer", "runtime_error"))
+
+    def test_prompt_helpers_come_from_the_prompt(self):
+        # HumanEval/32, /38, /50: redefining the helper the tests call does not make a wrong
+        # body pass; the tests' instance defines helpers from the prompt alone.
+        records = {r["task_id"]: r for r in humaneval()}
+        cases = [
+            ("HumanEval/38", "    return s\n\ndef encode_cyclic(s):\n    return s\n"),
+            ("HumanEval/50", "    return s\n\ndef encode_shift(s):\n    return s\n"),
+            ("HumanEval/32", "    return 0.0\n\ndef poly(xs, x):\n    return 0.0\n"),
+        ]
+        for task_id, completion in cases:
+            r = records[task_id]
+            with self.subTest(task=task_id):
+                v = short_sandbox().verify(completion, tests=r["test"], entry_point=r["entry_point"], prompt=r["prompt"])
+                self.assertFalse(v.correct, v.feedback)
+                self.assertEqual(v.reward, 0.0)
+
+    def test_mbpp_test_imports_and_random_state_cannot_be_rebound(self):
+        fake_math = (
+            "def f():\n    return 7\nimport sys\nclass _Yes:\n    def __getattr__(self, name):\n"
+            "        return lambda *a, **k: True\nmath = _Yes()\nsys.modules['math'] = math\n"
+        )
+        v = short_sandbox().verify(fake_math, tests=["assert math.isclose(f(), 0.5)"], format="mbpp", imports=["import math"])
+        self.assertFalse(v.correct, v.feedback)
+        degenerate = "def double(x):\n    return 0\nimport random\nrandom.Random._randbelow = lambda self, n: 0\n"
+        tests = ["import random\nfor _ in range(20):\n    x = random.randint(0, 1000)\n    assert double(x) == 2 * x"]
+        v = short_sandbox().verify(degenerate, tests=tests, format="mbpp")
+        self.assertFalse(v.correct, v.feedback)
+        v = short_sandbox().verify("def double(x):\n    return 2 * x\n", tests=tests, format="mbpp")
+        self.assertTrue(v.correct, v.feedback)
 
 
 class Arguments(unittest.TestCase):

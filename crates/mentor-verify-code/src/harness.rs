@@ -21,8 +21,10 @@ use crate::{Error, Limits, Result, Sandbox};
 /// An assert-based test suite.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Suite<'a> {
-    /// `check(candidate)` from HumanEval's `test`, called on `entry_point`.
-    HumanEval { test: &'a str, entry_point: &'a str },
+    /// `check(candidate)` from HumanEval's `test`, called on `entry_point`. The tests' side
+    /// also runs the task's `prompt` (its helpers, e.g. HumanEval/38's `encode_cyclic`), never
+    /// the completion.
+    HumanEval { prompt: &'a str, test: &'a str, entry_point: &'a str },
     /// MBPP's assert lines, one test each.
     Mbpp { tests: &'a [String] },
 }
@@ -48,10 +50,10 @@ struct Report {
     total: usize,
     passed: usize,
     phase: String,
-    #[allow(dead_code)]
-    blocked: u64,
     tampered: Option<String>,
     harness_error: Option<String>,
+    /// Something the tests need that cannot cross between the two instances.
+    unsupported: Option<String>,
     failure: Option<ReportFailure>,
     error: Option<ReportError>,
 }
@@ -210,9 +212,9 @@ pub(crate) async fn run_suite(
 ) -> Result<CodeFeedback> {
     let secret = new_secret();
     let request = match suite {
-        Suite::HumanEval { test, entry_point } => serde_json::json!({
+        Suite::HumanEval { prompt, test, entry_point } => serde_json::json!({
             "secret": secret, "kind": "humaneval", "program": program, "setup": setup.before,
-            "after": setup.after, "test": test, "entry_point": entry_point,
+            "after": setup.after, "prompt": prompt, "test": test, "entry_point": entry_point,
         }),
         Suite::Mbpp { tests } => serde_json::json!({
             "secret": secret, "kind": "mbpp", "program": program, "setup": setup.before,
@@ -256,6 +258,12 @@ fn interpret(
     }
     if let Some(reason) = report.harness_error {
         return Err(Error::BadTask { task_id: task_id.to_string(), reason });
+    }
+    if let Some(why) = report.unsupported {
+        return Err(Error::BadTask {
+            task_id: task_id.to_string(),
+            reason: format!("not supported by the two-instance judge: {why}"),
+        });
     }
     if let Some(max) = expected_max {
         if report.total > max {

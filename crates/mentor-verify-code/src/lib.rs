@@ -8,8 +8,11 @@
 //! * [`CodeVerifier`]: the [`mentor_core::Verifier`] for `Payload::Code` tasks. Each test runs
 //!   separately inside the guest harness, so feedback names the failing test with its input,
 //!   expected and actual value, or the exception and traceback, or the limit that was hit.
-//! * Anti reward-hacking: early exits, patched asserts/`check`, fake output markers, rebound
-//!   builtins and patched modules never pass; the harness report must echo a per-run secret.
+//! * Anti reward-hacking: the tests and the candidate never share an interpreter. A judged run
+//!   has two instances, the candidate's (its program only) and the tests' (the task's own
+//!   code), and values cross between them through the host in a closed data codec, so no
+//!   introspection inside the candidate's interpreter can reach a test, an expected value or
+//!   the verdict; early exits never pass; the report must echo a per-run secret.
 //! * [`cli::run_jsonl`]: the `mentor verify code` contract as a library function.
 //!
 //! What it deliberately does not do: depend on candle, read environment variables (callers

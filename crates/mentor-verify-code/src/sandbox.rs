@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
-use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceTable, TypedFunc};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
     Trap,
@@ -182,12 +182,38 @@ impl ResourceLimiter for Limiter {
     }
 }
 
+/// Which instance a store runs: the imports behave by role (in any instance but the tests'
+/// they are inert, so the candidate can neither forge progress nor call out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A whole program (`run`).
+    Program,
+    /// The candidate's instance of a judged run (`serve`).
+    Candidate,
+    /// The tests' instance of a judged run (`judge`).
+    Tests,
+}
+
+/// The candidate's instance, held by the tests' store while its tests run.
+struct Peer {
+    store: Store<State>,
+    serve: TypedFunc<(String,), (String,)>,
+}
+
 struct State {
     ctx: WasiCtx,
     table: ResourceTable,
     limiter: Limiter,
     progress: Vec<String>,
     progress_bytes: usize,
+    role: Role,
+    /// Tests only: the candidate's instance (taken out while a call runs in it).
+    peer: Option<Box<Peer>>,
+    /// Tests only: how the candidate's instance ended, when it ended the run (a trap in it:
+    /// time, memory, a process exit).
+    peer_exit: Option<Exit>,
+    /// Tests only: whether a memory growth of the candidate's instance was refused.
+    peer_memory_limited: bool,
 }
 
 /// The most progress events kept per execution, and their total size.
@@ -253,7 +279,9 @@ impl Sandbox {
             )));
         }
         let concurrency = if config.concurrency == 0 { cores() } else { config.concurrency };
-        let slots = u32::try_from(concurrency).unwrap_or(u32::MAX / 64).saturating_mul(2).max(2);
+        // A judged run holds two instances (the candidate's and the tests'); leave room for one more
+        // per worker while a finished run's slots are being released.
+        let slots = u32::try_from(concurrency).unwrap_or(u32::MAX / 64).saturating_mul(3).max(3);
         let mut c = Config::new();
         c.epoch_interruption(true);
         c.max_wasm_stack(config.max_wasm_stack);
@@ -469,34 +497,43 @@ impl Sandbox {
         let t0 = Instant::now();
         let stdout = CappedOutput::new(limits.stdout_bytes);
         let stderr = CappedOutput::new(limits.stderr_bytes);
-        let ctx = WasiCtxBuilder::new()
-            .stdin(MemoryInputPipe::new(stdin.to_vec()))
-            .stdout(stdout.clone())
-            .stderr(stderr.clone())
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
-        let state = State {
-            ctx,
-            table: ResourceTable::new(),
-            limiter: Limiter { memory_bytes: limits.memory_bytes, hit: false },
-            progress: Vec::new(),
-            progress_bytes: 0,
-        };
-        let mut store = Store::new(&self.engine, state);
-        store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(limits.deadline_ticks());
-        store.epoch_deadline_trap();
-        let fut = run_call(&self.pre, &mut store, call);
-        let outcome = tokio::time::timeout(limits.wall_time, fut).await;
-        let memory_limited = store.data().limiter.hit;
-        let progress = std::mem::take(&mut store.data_mut().progress);
-        drop(store);
-        let exit = match outcome {
-            Ok(Ok(exit)) => exit,
-            Ok(Err(e)) => classify(&e, memory_limited)?,
-            Err(_elapsed) => Exit::Timeout,
+        let (exit, memory_limited, progress) = match call {
+            Call::Run(code) => {
+                let mut store = self.store(Role::Program, stdin, &stdout, &stderr, limits);
+                let outcome =
+                    tokio::time::timeout(limits.wall_time, run_program(&self.pre, &mut store, code)).await;
+                let hit = store.data().limiter.hit;
+                let exit = match outcome {
+                    Ok(Ok(rc)) => Exit::Code(rc),
+                    Ok(Err(e)) => classify(&e, hit)?,
+                    Err(_elapsed) => Exit::Timeout,
+                };
+                (exit, hit, Vec::new())
+            }
+            Call::Judge(request) => {
+                // The candidate's instance captures the program's output; the tests'
+                // instance writes nothing the verdict reads, so its output is dropped.
+                let candidate = self.store(Role::Candidate, b"", &stdout, &stderr, limits);
+                let sink = (CappedOutput::new(64 << 10), CappedOutput::new(64 << 10));
+                let mut tests = self.store(Role::Tests, b"", &sink.0, &sink.1, limits);
+                let outcome =
+                    tokio::time::timeout(limits.wall_time, judge(&self.pre, candidate, &mut tests, request))
+                        .await;
+                let state = tests.data_mut();
+                let progress = std::mem::take(&mut state.progress);
+                let hit = state.limiter.hit
+                    || state.peer_memory_limited
+                    || state.peer.as_ref().is_some_and(|p| p.store.data().limiter.hit);
+                let exit = match outcome {
+                    Ok(Ok(report)) => Exit::Report(report),
+                    Ok(Err(e)) => match state.peer_exit.take() {
+                        Some(exit) => exit,
+                        None => classify(&e, hit)?,
+                    },
+                    Err(_elapsed) => Exit::Timeout,
+                };
+                (exit, hit, progress)
+            }
         };
         let (stdout, stdout_truncated) = stdout.take();
         let (stderr, stderr_truncated) = stderr.take();
@@ -511,27 +548,73 @@ impl Sandbox {
             elapsed: t0.elapsed(),
         })
     }
+
+    /// A fresh store under `limits` for one instance of `role`.
+    fn store(
+        &self,
+        role: Role,
+        stdin: &[u8],
+        stdout: &CappedOutput,
+        stderr: &CappedOutput,
+        limits: &Limits,
+    ) -> Store<State> {
+        let ctx = WasiCtxBuilder::new()
+            .stdin(MemoryInputPipe::new(stdin.to_vec()))
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let state = State {
+            ctx,
+            table: ResourceTable::new(),
+            limiter: Limiter { memory_bytes: limits.memory_bytes, hit: false },
+            progress: Vec::new(),
+            progress_bytes: 0,
+            role,
+            peer: None,
+            peer_exit: None,
+            peer_memory_limited: false,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // Each instance has the same deadline: epochs are engine-wide, so the two instances of
+        // a judged run share one budget of time, not two.
+        store.set_epoch_deadline(limits.deadline_ticks());
+        store.epoch_deadline_trap();
+        store
+    }
 }
 
-/// Instantiates and calls the export. Errors are guest traps (classified by the caller).
-async fn run_call(
+/// Runs a whole program.
+async fn run_program(
     pre: &InstancePre<State>,
     store: &mut Store<State>,
-    call: Call<'_>,
-) -> wasmtime::Result<Exit> {
+    code: &str,
+) -> wasmtime::Result<i32> {
     let instance = pre.instantiate_async(&mut *store).await?;
-    match call {
-        Call::Run(code) => {
-            let f = instance.get_typed_func::<(&str,), (i32,)>(&mut *store, "run")?;
-            let (rc,) = f.call_async(&mut *store, (code,)).await?;
-            Ok(Exit::Code(rc))
-        }
-        Call::Judge(request) => {
-            let f = instance.get_typed_func::<(&str,), (String,)>(&mut *store, "judge")?;
-            let (report,) = f.call_async(&mut *store, (request,)).await?;
-            Ok(Exit::Report(report))
-        }
-    }
+    let f = instance.get_typed_func::<(&str,), (i32,)>(&mut *store, "run")?;
+    let (rc,) = f.call_async(&mut *store, (code,)).await?;
+    Ok(rc)
+}
+
+/// A judged run: instantiates the candidate's instance, hands it to the tests' store (whose
+/// `call-candidate` import forwards to it), then runs the tests. Errors are traps of either
+/// instance; one of the candidate's is recorded in the tests' state (`peer_exit`).
+async fn judge(
+    pre: &InstancePre<State>,
+    mut candidate: Store<State>,
+    tests: &mut Store<State>,
+    request: &str,
+) -> wasmtime::Result<String> {
+    let instance = pre.instantiate_async(&mut candidate).await?;
+    let serve = instance.get_typed_func::<(String,), (String,)>(&mut candidate, "serve")?;
+    tests.data_mut().peer = Some(Box::new(Peer { store: candidate, serve }));
+    let instance = pre.instantiate_async(&mut *tests).await?;
+    let f = instance.get_typed_func::<(&str,), (String,)>(&mut *tests, "judge")?;
+    let (report,) = f.call_async(&mut *tests, (request,)).await?;
+    Ok(report)
 }
 
 fn classify(e: &wasmtime::Error, memory_limited: bool) -> Result<Exit> {
@@ -559,17 +642,53 @@ fn classify(e: &wasmtime::Error, memory_limited: bool) -> Result<Exit> {
 fn link(engine: &Engine, component: &Component) -> Result<InstancePre<State>> {
     let mut linker = Linker::<State>::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| Error::wasmtime("link", &e))?;
-    linker
-        .root()
-        .func_wrap("progress", |mut cx: wasmtime::StoreContextMut<'_, State>, (event,): (String,)| {
-            let state = cx.data_mut();
-            if state.progress.len() < MAX_EVENTS && state.progress_bytes + event.len() <= MAX_EVENT_BYTES {
-                state.progress_bytes += event.len();
-                state.progress.push(event);
-            }
-            Ok(())
-        })
-        .map_err(|e| Error::wasmtime("link", &e))?;
+    let mut root = linker.root();
+    root.func_wrap("progress", |mut cx: wasmtime::StoreContextMut<'_, State>, (event,): (String,)| {
+        let state = cx.data_mut();
+        if state.role == Role::Tests
+            && state.progress.len() < MAX_EVENTS
+            && state.progress_bytes + event.len() <= MAX_EVENT_BYTES
+        {
+            state.progress_bytes += event.len();
+            state.progress.push(event);
+        }
+        Ok(())
+    })
+    .map_err(|e| Error::wasmtime("link", &e))?;
+    root.func_wrap_async(
+        "call-candidate",
+        |mut cx: wasmtime::StoreContextMut<'_, State>, (request,): (String,)| {
+            Box::new(async move {
+                let state = cx.data_mut();
+                if state.role != Role::Tests {
+                    return Ok((r#"{"bad":"no candidate instance here"}"#.to_string(),));
+                }
+                let Some(mut peer) = state.peer.take() else {
+                    return Err(wasmtime::Error::msg("the candidate's instance has already ended"));
+                };
+                let result = peer.serve.call_async(&mut peer.store, (request,)).await;
+                let state = cx.data_mut();
+                match result {
+                    Ok((reply,)) => {
+                        state.peer = Some(peer);
+                        Ok((reply,))
+                    }
+                    Err(e) => {
+                        // The candidate's instance trapped (time, memory, a process exit): the
+                        // run ends here, with the candidate's exit as its outcome.
+                        let hit = peer.store.data().limiter.hit;
+                        state.peer_memory_limited |= hit;
+                        state.peer_exit = Some(match classify(&e, hit) {
+                            Ok(exit) => exit,
+                            Err(infra) => Exit::Trap(infra.to_string()),
+                        });
+                        Err(e.context("the candidate's instance ended the run"))
+                    }
+                }
+            })
+        },
+    )
+    .map_err(|e| Error::wasmtime("link", &e))?;
     linker.instantiate_pre(component).map_err(|e| Error::wasmtime("link", &e))
 }
 

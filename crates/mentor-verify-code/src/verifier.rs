@@ -77,7 +77,7 @@ impl<'s> CodeVerifier<'s> {
         let fb = match &code.harness {
             CodeHarness::HumanEval { prompt, test, entry_point } => {
                 let program = humaneval_program(prompt, &extracted.code, entry_point);
-                let suite = Suite::HumanEval { test, entry_point };
+                let suite = Suite::HumanEval { prompt, test, entry_point };
                 run_suite(self.sandbox, &task.id, &program, Setup::default(), suite, &self.limits).await?
             }
             CodeHarness::Mbpp { tests, setup_code, imports } => {

@@ -2,10 +2,13 @@
 
 use std::time::Duration;
 
-use mentor_core::{CodeFeedback, CodeHarness, CodeOutcome, CodePayload, Payload, Task, TaskMeta, Verifier};
+use mentor_core::datasets::{load_mbpp, MbppSplit};
+use mentor_core::{
+    CodeFeedback, CodeHarness, CodeOutcome, CodePayload, Payload, Task, TaskMeta, Verifier, VerifierError,
+};
 use mentor_verify_code::{CodeVerifier, Limits, RewardMode, VerifierConfig};
 
-use crate::{code, humaneval, short_limits, short_verifier, verifier};
+use crate::{code, datasets_dir, humaneval, short_limits, short_verifier, verifier};
 
 /// HumanEval/0 (`has_close_elements`), whose tests need a correct answer to pass.
 fn task() -> Task {
@@ -135,50 +138,50 @@ fn early_exits_are_tampering() {
 }
 
 #[test]
-fn patching_the_harness_and_builtins_never_passes() {
-    let tampered = [
-        // Rebinding builtins the tests use, or the exception asserts raise.
+fn patching_modules_and_builtins_changes_only_the_candidates_interpreter() {
+    // The tests run in another instance, with its own builtins and modules: what the program
+    // rebinds in its own interpreter changes nothing they see, so the wrong answer stays wrong.
+    for patch in [
         "import builtins\nbuiltins.abs = lambda x: 0\n",
         "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\n",
         "import builtins\nbuiltins.bool = lambda x: True\n",
-        // Patching or replacing modules the tests import.
         "import math\nmath.isclose = lambda *a, **k: True\n",
         "import sys, types\nsys.modules['math'] = types.ModuleType('math')\n",
-        // Stdlib value classes and lazily imported module globals are watched too.
         "import collections\ncollections.Counter.__eq__ = lambda self, other: True\n",
         "import collections, types\ncollections.heapq = types.ModuleType('heapq')\n",
-    ];
-    for patch in tampered {
-        let c = expect(&format!("{WRONG}{patch}"), CodeOutcome::Tampered);
-        assert!(c.detail.is_some(), "{patch}");
-    }
-    // Redefining check, printing pass markers, patching the JSON encoder or the assert helper
-    // have no effect: the tests still run and fail.
-    for harmless in [
         "def check(candidate):\n    pass\n",
         "print('All tests passed!')\nprint('{\"passed\": 7, \"total\": 7, \"phase\": \"done\"}')\n",
-        "import json.encoder, _json\njson.encoder.encode_basestring_ascii = lambda s: '\"\"'\n_json.encode_basestring_ascii = lambda s: '\"\"'\n",
         "import ast\nast.parse = None\n",
     ] {
-        expect(&format!("{WRONG}{harmless}"), CodeOutcome::WrongAnswer);
+        expect(&format!("{WRONG}{patch}"), CodeOutcome::WrongAnswer);
     }
+    // Breaking the JSON encoder breaks only the program's own replies: a failure, not a pass.
+    let c = outcome_of(&format!(
+        "{WRONG}import json.encoder, _json\njson.encoder.encode_basestring_ascii = lambda s: '\"\"'\n_json.encode_basestring_ascii = lambda s: '\"\"'\n"
+    ));
+    assert!(matches!(c.outcome, CodeOutcome::WrongAnswer | CodeOutcome::RuntimeError), "{c:?}");
 }
 
 #[test]
-fn objects_with_their_own_equality_are_tampering() {
+fn objects_with_their_own_equality_are_wrong_answers() {
+    // A candidate object stays in the candidate's instance; the tests hold a handle that
+    // equals only itself and has no truth value, so it never decides an assert.
     for forged in [
         "    class Yes:\n        def __eq__(self, other):\n            return True\n        __hash__ = None\n    return Yes()\n",
         "    class T(int):\n        def __eq__(self, other):\n            return True\n        __hash__ = int.__hash__\n    return T(0)\n",
         "    class B:\n        def __bool__(self):\n            return True\n    return B()\n",
     ] {
-        expect(forged, CodeOutcome::Tampered);
+        let c = expect(forged, CodeOutcome::WrongAnswer);
+        let actual = c.failed_test.as_ref().and_then(|t| t.actual.clone()).unwrap_or_default();
+        assert!(actual.contains("object of the candidate's"), "{c:?}");
     }
 }
 
 #[test]
-fn introspecting_the_harness_is_blocked() {
+fn introspection_in_the_candidates_instance_reaches_nothing() {
+    // Nothing is blocked in the candidate's instance any more: frames, the collector and
+    // tracing all work, and find only the candidate's own program.
     for probe in [
-        // Frames of the harness (PEP 667 makes f_locals writable) and the object graph.
         "    import sys\n    sys._getframe(1).f_locals['passed'] = 99\n    return False\n",
         "    try:\n        raise ValueError\n    except ValueError as e:\n        f = e.__traceback__.tb_frame.f_back\n    return False\n",
         "    import gc\n    gc.get_objects()\n    return False\n",
@@ -186,9 +189,7 @@ fn introspecting_the_harness_is_blocked() {
         "    import inspect\n    inspect.stack()\n    return False\n",
     ] {
         let c = outcome_of(probe);
-        assert_eq!(c.outcome, CodeOutcome::RuntimeError, "{probe}\n{c:?}");
-        let e = c.exception.as_ref().expect("exception");
-        assert!(e.message.contains("blocked by the sandbox"), "{probe}\n{e:?}");
+        assert_eq!(c.outcome, CodeOutcome::WrongAnswer, "{probe}\n{c:?}");
     }
 }
 
@@ -223,7 +224,7 @@ fn a_run_after_a_killed_run_works() {
 
 /// An object equal to anything, truthy, and closed under arithmetic: returned by the attacks,
 /// it passes every comparison a corrupted judge would let it decide.
-const ANY: &str = r#"
+pub(crate) const ANY: &str = r#"
 class _Any:
     def __eq__(self, o): return True
     def __ne__(self, o): return False
@@ -282,19 +283,23 @@ fn with_any(completion: &str) -> String {
 fn reach_the_judge_through_the_class_graph_fails_on_humaneval() {
     let tasks: Vec<Task> = humaneval().into_iter().take(20).collect();
     for c in none_pass(&tasks, &with_any(SUBCLASS_ROUTE), short_limits()) {
-        assert!(matches!(c.outcome, CodeOutcome::Tampered | CodeOutcome::WrongAnswer), "{c:?}");
+        // A handle in arithmetic is a TypeError in the tests' instance.
+        assert!(matches!(c.outcome, CodeOutcome::WrongAnswer | CodeOutcome::RuntimeError), "{c:?}");
     }
 }
 
-/// A breadth-first crawl from every module and every class (`object.__subclasses__()`,
-/// recursively) through `__dict__`, `__globals__`, closure cells, defaults, bound `__self__` /
-/// `__func__`, `__wrapped__`, `__builtins__`, and container members, up to 200,000 objects.
-/// Anything that looks like the judge (a function compiled from `<harness>`, a dict binding
-/// harness names) is counted and its functions replaced by `lambda *a: True`. It prints what
-/// it found before the tests run (stopping after 15 s on a slow machine).
+/// A crawl of the candidate's whole interpreter: every object the collector tracks (with
+/// `DEBUG_SAVEALL`, so cycles freed earlier stay listed), every module, every class
+/// (`object.__subclasses__()`, recursively), the frames up the stack, and through `__dict__`,
+/// `__globals__`, closure cells, defaults, bound `__self__`/`__func__`, code constants and
+/// container members, up to 150,000 objects. It looks for anything of the tests: their
+/// source (`check(`, the marker in the expected value), a frame or code object of `<test>`,
+/// a namespace binding the judge's assert function. It prints what it found.
 const CRAWLER: &str = r#"
-import sys
-def _crawl(limit=200000):
+import sys, gc
+def _crawl(limit=150000):
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    gc.collect()
     seen = set()
     queue = []
     def push(o):
@@ -302,8 +307,16 @@ def _crawl(limit=200000):
         if i not in seen and len(queue) < limit:
             seen.add(i)
             queue.append(o)
+    for o in gc.get_objects():
+        push(o)
+    for o in gc.garbage:
+        push(o)
     for m in list(sys.modules.values()):
         push(m)
+    f = sys._getframe()
+    while f is not None:
+        push(f)
+        f = f.f_back
     stack = [object]
     while stack:
         c = stack.pop()
@@ -312,40 +325,57 @@ def _crawl(limit=200000):
             stack.extend(type.__subclasses__(c))
         except Exception:
             pass
-    found = patched = 0
-    yes = lambda *a, **k: True
-    names = ("_plain", "_judge", "run_one", "_snapshot", "__mentor_check__", "__mentor_assert__", "_HARNESS_STATE")
+    found = 0
+    # Every needle is assembled here, so the program's own text holds none of them whole;
+    # the needles themselves are skipped by identity.
+    needles = ("EXPECTED" + "-MARKER-7f3a", "def " + "check(", "__mentor" + "_assert__")
+    ns_key = needles[2]
     pos = 0
-    import time
-    deadline = time.monotonic() + 15
-    while pos < len(queue) and pos < limit and (pos % 1000 or time.monotonic() < deadline):
+    while pos < len(queue):
         o = queue[pos]
         pos += 1
-        try:
-            code = getattr(o, "__code__", None)
-            if code is not None and getattr(code, "co_filename", None) == "<harness>":
+        t = type(o)
+        if t is str:
+            if any(n in o for n in needles) and not any(o is n for n in needles):
                 found += 1
-                print("found a harness function:", code.co_name)
-        except Exception:
-            pass
-        if type(o) is dict:
-            if any(k in o for k in names):
+                print("found test text:", o[:80])
+            continue
+        if t is bytes:
+            if needles[0].encode() in o:
                 found += 1
-                print("found a harness-like dict:", sorted(k for k in names if k in o))
-                for k in list(o):
-                    if callable(o[k]) and not isinstance(o[k], type):
-                        o[k] = yes
-                        patched += 1
+            continue
+        if t is type(sys._getframe()):
+            push(o.f_code)
+            push(o.f_back)
+            try:
+                push(o.f_locals)
+            except Exception:
+                pass
+            continue
+        if t is type(_crawl.__code__):
+            if o.co_filename == "<test>":
+                found += 1
+                print("found test code:", o.co_name)
+            for c in o.co_consts:
+                push(c)
+            continue
+        if t is dict:
+            # The interpreter's own string table maps the guest's constants to themselves (the
+            # judge's code is in this component too, unused); a namespace binds a function.
+            if ns_key in o and callable(o[ns_key]):
+                found += 1
+                print("found the tests' namespace:", sorted(map(str, o))[:20])
             for k, v in list(o.items()):
                 push(k)
                 push(v)
             continue
-        if type(o) in (list, tuple, set, frozenset):
+        if t in (list, tuple, set, frozenset):
             for v in list(o):
                 push(v)
             continue
         for a in ("__dict__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__", "__self__",
-                  "__func__", "__wrapped__", "__builtins__", "__mro__", "__class__", "__module__"):
+                  "__func__", "__wrapped__", "__builtins__", "__mro__", "__class__", "__code__",
+                  "__traceback__", "__context__", "__cause__", "tb_frame", "tb_next", "gi_frame", "cr_frame"):
             try:
                 v = getattr(o, a)
             except Exception:
@@ -358,15 +388,10 @@ def _crawl(limit=200000):
                         pass
             else:
                 push(v)
-        if type(o) is type:
-            try:
-                for v in type.__dict__["__dict__"].__get__(o).values():
-                    push(v)
-            except Exception:
-                pass
-    return found, patched, pos
-_found, _patched, _visited = _crawl()
-print("harness objects found:", _found, "visited:", _visited)
+    return found, pos
+_found, _visited = _crawl()
+print("test objects found:", _found, "visited:", _visited)
+_once = []
 "#;
 
 /// The number after `label` in the program's stdout.
@@ -377,68 +402,171 @@ fn reported(c: &CodeFeedback, label: &str) -> usize {
     digits.parse().unwrap_or_else(|_| panic!("no count after `{label}`: {c:?}"))
 }
 
-#[test]
-fn an_exhaustive_crawl_finds_no_judge_object() {
-    let tasks: Vec<Task> = humaneval().into_iter().take(2).collect();
-    let completion = format!("    return _Any()\n{CRAWLER}{ANY}");
-    for c in none_pass(&tasks, &completion, generous()) {
-        assert_eq!(reported(&c, "harness objects found:"), 0, "{c:?}");
-        assert!(reported(&c, "visited:") > 10_000, "the crawl reached too little: {c:?}");
-        assert_eq!(c.outcome, CodeOutcome::Tampered, "{c:?}");
+/// A HumanEval-format task whose expected values carry a marker string.
+fn marked_task() -> Task {
+    Task {
+        id: "attack/marked".into(),
+        prompt: Vec::new(),
+        payload: Payload::Code(CodePayload {
+            harness: CodeHarness::HumanEval {
+                prompt: "def tag(x):\n".into(),
+                test: "def check(candidate):\n    assert candidate(1) == 'EXPECTED-MARKER-7f3a-1'\n    assert candidate(2) == 'EXPECTED-MARKER-7f3a-2'\n".into(),
+                entry_point: "tag".into(),
+            },
+            reference_solution: None,
+        }),
+        meta: TaskMeta::default(),
     }
 }
 
 #[test]
-fn exception_classes_and_raised_exceptions_lead_nowhere() {
-    // Every exception class, and everything reachable from the exceptions the judge raises into
-    // candidate code (the audit hook's AttributeError and AssertionError): traceback links,
-    // context, cause and args. Nothing may come from `<harness>`.
-    let probe = r#"    import sys
-    global _found
-    def harnessy(o):
-        code = getattr(o, "__code__", None)
-        return getattr(o, "__module__", None) == "mentor_harness" or (
-            code is not None and code.co_filename == "<harness>")
-    stack = [BaseException]
-    while stack:
-        c = stack.pop()
-        stack.extend(type.__subclasses__(c))
-        if harnessy(c) or any(harnessy(v) for v in vars(c).values()):
-            _found += 1
-    caught = []
-    for attempt in (lambda: sys._getframe(1), lambda: sys.audit("mentor.assert", False),
-                    lambda: sys.audit("mentor.compare", (False, 0), 1, 2), lambda: sys.audit("mentor.not", _Any())):
+fn a_crawl_inside_the_candidates_instance_finds_nothing_of_the_tests() {
+    // Run at load time and again inside the call under test, after the tests' instance has
+    // sent its request: neither finds the test code, an expected value or the judge's state,
+    // because none of them is in that interpreter.
+    let task = marked_task();
+    let completion = format!("    {CRAWLER_CALL}\n    return 'wrong'\n{CRAWLER}");
+    let v = CodeVerifier::new(
+        crate::sandbox(),
+        VerifierConfig { limits: Some(generous()), ..Default::default() },
+    );
+    let verdict = v.verify(&task, &completion).expect("verdict");
+    let c = code(&verdict).clone();
+    assert!(!verdict.passed(), "{c:?}");
+    assert_eq!(c.outcome, CodeOutcome::WrongAnswer, "{c:?}");
+    assert_eq!(c.stdout.matches("test objects found: 0").count(), 2, "{c:?}");
+    assert!(reported(&c, "visited:") > 10_000, "the crawl reached too little: {c:?}");
+    // The same crawl on real HumanEval tasks: nothing of their tests either.
+    let tasks: Vec<Task> = humaneval().into_iter().take(2).collect();
+    for c in none_pass(&tasks, &format!("    {CRAWLER_CALL}\n    return _Any()\n{CRAWLER}{ANY}"), generous())
+    {
+        assert_eq!(reported(&c, "test objects found:"), 0, "{c:?}");
+        assert_eq!(c.outcome, CodeOutcome::WrongAnswer, "{c:?}");
+    }
+}
+
+/// The crawl again, from inside the function under test.
+const CRAWLER_CALL: &str =
+    "if not _once:\n        _once.append(_crawl())\n        print('test objects found:', *_once[0], 'visited:')";
+
+/// The route of issue 32: with `DEBUG_SAVEALL`, the frames of an exception raised by the old
+/// judge's audit hook stayed in `gc.garbage`; their locals switched the hook off and the
+/// judge's frames were one `f_back` away. Generic: it patches every callable it finds in any
+/// frame's locals and globals, then returns an always-equal object.
+pub(crate) const SAVEALL_ROUTE: &str = r#"    import gc, sys
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    for probe in (lambda: sys._getframe(5), lambda: 1 / 0):
         try:
-            attempt()
-        except BaseException as e:
-            caught.append(e)
-    seen = set()
-    while caught:
-        e = caught.pop()
-        if id(e) in seen or e is None:
-            continue
-        seen.add(id(e))
-        if harnessy(e) or harnessy(type(e)) or type(e).__module__ not in ("builtins",):
-            _found += 1
-        caught.extend([e.__context__, e.__cause__])
-        caught.extend(a for a in e.args if isinstance(a, BaseException) or callable(a))
-        tb = e.__traceback__
-        while tb is not None:
+            probe()
+        except BaseException:
+            pass
+    gc.collect()
+    yes = lambda *a, **k: True
+    frames = [o for o in gc.garbage + gc.get_objects() if type(o) is type(sys._getframe())]
+    f = sys._getframe()
+    while f is not None:
+        frames.append(f)
+        f = f.f_back
+    for fr in frames:
+        for scope in (fr.f_locals, fr.f_globals):
             try:
-                tb.tb_frame
-                _found += 1
-            except AttributeError:
+                for k in list(scope):
+                    if callable(scope[k]) and not isinstance(scope[k], type) and not k.startswith("__"):
+                        scope[k] = yes
+            except Exception:
                 pass
-            tb = tb.tb_next
-    print("harness objects found:", _found)
     return _Any()
 "#;
-    let completion = format!("{probe}{ANY}_found = 0\n");
-    let tasks: Vec<Task> = humaneval().into_iter().take(3).collect();
-    for c in none_pass(&tasks, &completion, short_limits()) {
-        assert_eq!(reported(&c, "harness objects found:"), 0, "{c:?}");
-        assert!(matches!(c.outcome, CodeOutcome::Tampered | CodeOutcome::WrongAnswer), "{c:?}");
+
+#[test]
+fn the_saveall_frame_route_gets_no_reward() {
+    let tasks: Vec<Task> = humaneval().into_iter().take(20).collect();
+    for c in none_pass(&tasks, &with_any(SAVEALL_ROUTE), short_limits()) {
+        assert!(!matches!(c.outcome, CodeOutcome::Passed), "{c:?}");
     }
+}
+
+#[test]
+fn humaneval_prompt_helpers_come_from_the_prompt_never_the_completion() {
+    // HumanEval/32, /38 and /50 test the candidate with a helper the prompt defines (`poly`,
+    // `encode_cyclic`, `encode_shift`). A completion that redefines the helper so that a wrong
+    // body passes must fail: the tests' side defines the helpers from the prompt alone.
+    let tasks = humaneval();
+    let get = |id: &str| tasks.iter().find(|t| t.id == id).cloned().expect(id);
+    let cases = [
+        ("HumanEval/38", "    return s\n\ndef encode_cyclic(s):\n    return s\n"),
+        ("HumanEval/50", "    return s\n\ndef encode_shift(s):\n    return s\n"),
+        ("HumanEval/32", "    return 0.0\n\ndef poly(xs, x):\n    return 0.0\n"),
+    ];
+    for (id, completion) in cases {
+        let task = get(id);
+        let c = outcome_of_task(&task, completion);
+        assert!(matches!(c.outcome, CodeOutcome::WrongAnswer | CodeOutcome::RuntimeError), "{id}: {c:?}");
+        // The canonical solution still passes (it calls the prompt's helper on its side).
+        let v = verifier().verify(&task, task.reference_solution().unwrap()).unwrap();
+        assert!(v.passed(), "{id}: {:?}", code(&v));
+    }
+}
+
+#[test]
+fn mbpp_test_imports_cannot_be_rebound_by_the_program() {
+    // 13 sanitized-MBPP tasks import `math` for their asserts. A program that binds `math` to
+    // an object whose every function says yes, and defines the functions under test to return
+    // 0, passes none of them; every reference still passes.
+    let path = datasets_dir().join("mbpp/sanitized-mbpp.json");
+    let mut tasks = Vec::new();
+    for split in [MbppSplit::Prompt, MbppSplit::Test, MbppSplit::Validation, MbppSplit::Train] {
+        tasks.extend(load_mbpp(&path, split).unwrap_or_else(|e| panic!("{}: {e}", path.display())));
+    }
+    tasks.retain(|t| matches!(&t.payload, Payload::Code(c) if matches!(&c.harness, CodeHarness::Mbpp { imports, .. } if !imports.is_empty())));
+    assert_eq!(tasks.len(), 13);
+    let fake = "import sys\nclass _Yes:\n    def __getattr__(self, name):\n        return lambda *a, **k: True\nmath = _Yes()\nsys.modules['math'] = math\n";
+    let v = CodeVerifier::new(
+        crate::sandbox(),
+        VerifierConfig { limits: Some(generous()), ..Default::default() },
+    );
+    for task in &tasks {
+        let reference = task.reference_solution().expect("reference");
+        let ok = v.verify(task, reference).expect("verdict");
+        assert!(ok.passed(), "{}: {:?}", task.id, code(&ok));
+        let defs: String = reference
+            .lines()
+            .filter_map(|l| l.strip_prefix("def "))
+            .filter_map(|l| l.split('(').next())
+            .map(|name| format!("def {name}(*a, **k):\n    return 0\n"))
+            .collect();
+        let attack = format!("{defs}{fake}");
+        let verdict = v.verify(task, &attack).expect("verdict");
+        assert!(!verdict.passed(), "{} passed: {:?}", task.id, code(&verdict));
+    }
+}
+
+#[test]
+fn patched_random_state_does_not_reach_the_tests() {
+    // Tests that draw random inputs: making the program's `random` degenerate (a class
+    // attribute, or the module's hidden instance) leaves the tests' own `random` untouched.
+    let task = Task {
+        id: "attack/random".into(),
+        prompt: Vec::new(),
+        payload: Payload::Code(CodePayload {
+            harness: CodeHarness::HumanEval {
+                prompt: "def double(x):\n".into(),
+                test: "import random\ndef check(candidate):\n    for _ in range(20):\n        x = random.randint(0, 1000)\n        assert candidate(x) == 2 * x\n".into(),
+                entry_point: "double".into(),
+            },
+            reference_solution: None,
+        }),
+        meta: TaskMeta::default(),
+    };
+    for patch in [
+        "import random\nrandom.Random._randbelow = lambda self, n: 0\n",
+        "import random\nrandom._inst.random = lambda: 0.0\nrandom.randint = lambda a, b: a\n",
+    ] {
+        let c = outcome_of_task(&task, &format!("    return 0\n{patch}"));
+        assert_eq!(c.outcome, CodeOutcome::WrongAnswer, "{patch}\n{c:?}");
+    }
+    let ok = short_verifier().verify(&task, "    return 2 * x\n").unwrap();
+    assert!(ok.passed(), "{:?}", code(&ok));
 }
 
 /// A HumanEval-format task whose test hands test-defined functions to the candidate: the one
@@ -461,27 +589,26 @@ fn hands_over_functions() -> Task {
 }
 
 #[test]
-fn a_handed_over_test_function_cannot_corrupt_the_tests() {
-    // `apply(f, x)` is expected to return f(x) + 1 for the last two tests, which `f(x)` does
-    // not: the wrong answer can pass only by switching the asserts off or faking builtins.
+fn a_test_that_hands_over_a_function_is_not_supported() {
+    // A test-defined function cannot cross to the candidate's instance (code never crosses),
+    // so such a task is "not supported": an error, never a verdict and never a pass, whatever
+    // the completion.
     let task = hands_over_functions();
-    let attacks = [
-        // Replace the assert binding with a no-op (then the loop's asserts would do nothing).
-        "    g = getattr(f, '__globals__', None)\n    if g is not None:\n        for k, v in list(g.items()):\n            if k.startswith('__mentor'):\n                g[k] = lambda *a: None\n    return f(x)\n",
-        // Patch the tests' builtins (their `abs`), and rebind the entry point.
-        "    g = getattr(f, '__globals__', None)\n    if g is not None:\n        g['__builtins__']['abs'] = lambda v: v - 1\n        g['candidate'] = lambda f, x: f(x) + 1\n    return f(x)\n",
-        // Swap the tests' builtins dict for one of the program's.
-        "    g = getattr(f, '__globals__', None)\n    if g is not None:\n        g['__builtins__'] = dict(g['__builtins__'], abs=lambda v: v - 1)\n    return f(x)\n",
-    ];
-    for attack in attacks {
-        let c = outcome_of_task(&task, attack);
-        assert_eq!(c.outcome, CodeOutcome::Tampered, "{attack}\n{c:?}");
+    for completion in ["    return f(x)\n", "    return f(x) + 1\n"] {
+        let e = short_verifier().verify(&task, completion).expect_err("not supported");
+        assert!(matches!(e, VerifierError::Unsupported { .. }), "{e}");
+        assert!(e.to_string().contains("not supported"), "{e}");
     }
-    // And nothing of the judge is in that namespace.
-    let probe = "    g = getattr(f, '__globals__', {})\n    n = sum(1 for v in list(g.values()) if getattr(getattr(v, '__code__', None), 'co_filename', '') == '<harness>' or '_plain' in getattr(v, '__globals__', ()))\n    print('harness objects found:', n)\n    return f(x)\n";
-    let c = outcome_of_task(&task, probe);
-    assert_eq!(reported(&c, "harness objects found:"), 0, "{c:?}");
-    assert_eq!(c.outcome, CodeOutcome::WrongAnswer, "{c:?}");
+    // Builtin functions cross by name: `candidate(abs, -1)` is judged.
+    let mut builtin = hands_over_functions();
+    if let Payload::Code(CodePayload { harness: CodeHarness::HumanEval { test, .. }, .. }) =
+        &mut builtin.payload
+    {
+        *test = "def check(candidate):\n    for i in range(3):\n        assert candidate(abs, -i) == i + 1\n"
+            .into();
+    }
+    assert!(short_verifier().verify(&builtin, "    return f(x) + 1\n").unwrap().passed());
+    assert!(!short_verifier().verify(&builtin, "    return f(x)\n").unwrap().passed());
 }
 
 fn outcome_of_task(task: &Task, completion: &str) -> CodeFeedback {
@@ -509,10 +636,10 @@ fn forged_assert_events_and_swallowed_assertion_errors_never_pass() {
         }),
         meta: TaskMeta::default(),
     };
+    // Handing a test-defined checker over is not supported (see above): an error, not a pass.
     let swallow = "    if check is None:\n        return 0\n    try:\n        check(6)\n    except BaseException:\n        pass\n    return 0\n";
-    let c = outcome_of_task(&task, swallow);
-    assert_eq!(c.outcome, CodeOutcome::WrongAnswer, "{c:?}");
-    assert_eq!(c.failed_test.as_ref().map(|t| t.index), Some(0), "{c:?}");
+    let e = short_verifier().verify(&task, swallow).expect_err("not supported");
+    assert!(matches!(e, VerifierError::Unsupported { .. }), "{e}");
     // Sending the judge's own events: asserts that hold add nothing, ones that do not only fail.
     let forge = "    import sys\n    for _ in range(50):\n        sys.audit('mentor.assert', True)\n        sys.audit('mentor.compare', (False, 0), 1, 1)\n        try:\n            sys.audit('mentor.compare', (False, 0), 1)\n        except AssertionError:\n            pass\n    return False\n";
     let c = outcome_of(forge);
@@ -541,11 +668,11 @@ fn nested_asserts_refuse_forged_equality() {
         meta: TaskMeta::default(),
     };
     let c = outcome_of_task(&task, &with_any("    return _Any()\n"));
-    assert_eq!(c.outcome, CodeOutcome::Tampered, "{c:?}");
+    assert_eq!(c.outcome, CodeOutcome::WrongAnswer, "{c:?}");
     // A metaclass that claims its class equals `int` is not mistaken for one.
     let meta = "    class M(type):\n        def __hash__(cls): return hash(int)\n        def __eq__(cls, o): return True\n    class Y(metaclass=M):\n        def __eq__(self, o): return True\n        def __hash__(self): return 0\n    return Y()\n";
     let c = outcome_of_task(&task, meta);
-    assert_eq!(c.outcome, CodeOutcome::Tampered, "{c:?}");
+    assert_eq!(c.outcome, CodeOutcome::WrongAnswer, "{c:?}");
     let ok = short_verifier().verify(&task, "    return i * i if i >= 0 else 0\n").unwrap();
     assert!(ok.passed(), "{:?}", code(&ok));
 }
@@ -575,8 +702,9 @@ fn the_module_tables_hold_nothing_of_the_judge() {
     // The guest module and the bindings module are reachable through sys.modules; rebinding
     // everything in them after the judge started changes nothing.
     let patch = "import sys\nfor name in ('app', 'wit_world', 'componentize_py_runtime'):\n    m = sys.modules.get(name)\n    if m is not None:\n        for k, v in list(vars(m).items()):\n            if callable(v) and not k.startswith('__'):\n                try:\n                    setattr(m, k, lambda *a, **k: True)\n                except Exception:\n                    pass\n";
+    // The program can only break its own instance (a serve loop that returns no string traps).
     let c = outcome_of(&format!("{WRONG}{patch}"));
-    assert_eq!(c.outcome, CodeOutcome::WrongAnswer, "{c:?}");
+    assert!(matches!(c.outcome, CodeOutcome::WrongAnswer | CodeOutcome::RuntimeError), "{c:?}");
 }
 
 #[test]
@@ -598,5 +726,5 @@ fn a_rebound_module_table_does_not_hide_a_replaced_module() {
     };
     let attack = "def f():\n    return 7\nimport sys, types\nreal = sys.modules\nfake = types.ModuleType('math')\nfake.isclose = lambda *a, **k: True\nsys.modules = dict(real)\nreal['math'] = fake\n";
     let c = outcome_of_task(&task, attack);
-    assert_eq!(c.outcome, CodeOutcome::Tampered, "{c:?}");
+    assert_eq!(c.outcome, CodeOutcome::WrongAnswer, "{c:?}");
 }

@@ -77,3 +77,38 @@ not json
     assert_eq!(lines[1]["feedback"]["failed_test"]["actual"], "1\n");
     assert_eq!((summary.passed, summary.failed), (1, 1));
 }
+
+#[test]
+fn the_issue_32_routes_get_no_reward_through_the_cli() {
+    // The `mentor verify code` contract on HumanEval records: the DEBUG_SAVEALL frame route on
+    // the first five tasks, and redefined prompt helpers on HumanEval/32, /38 and /50.
+    let raw: Vec<Value> = std::fs::read_to_string(crate::datasets_dir().join("humaneval/HumanEval.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let saveall = format!("{}{}", crate::attacks::SAVEALL_ROUTE, crate::attacks::ANY);
+    let helpers = [
+        ("HumanEval/32", "    return 0.0\n\ndef poly(xs, x):\n    return 0.0\n"),
+        ("HumanEval/38", "    return s\n\ndef encode_cyclic(s):\n    return s\n"),
+        ("HumanEval/50", "    return s\n\ndef encode_shift(s):\n    return s\n"),
+    ];
+    let mut input = String::new();
+    for r in raw.iter().take(5) {
+        let mut r = r.clone();
+        r["completion"] = Value::String(saveall.clone());
+        input.push_str(&format!("{r}\n"));
+    }
+    for (id, completion) in helpers {
+        let mut r = raw.iter().find(|r| r["task_id"] == id).unwrap().clone();
+        r["completion"] = Value::String(completion.into());
+        input.push_str(&format!("{r}\n"));
+    }
+    let (lines, summary) = run(&input, Format::HumanEval);
+    assert_eq!(lines.len(), 8);
+    for l in &lines {
+        assert_eq!(l["passed"], false, "{l}");
+        assert_eq!(l["reward"], 0.0, "{l}");
+    }
+    assert_eq!((summary.passed, summary.errors), (0, 0));
+}
