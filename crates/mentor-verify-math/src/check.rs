@@ -7,6 +7,7 @@ use crate::compare::{self, Cmp};
 use crate::config::Config;
 use crate::extract::{self, Extracted};
 use crate::parser::{self, ParseError};
+use crate::qualifiers::{self, Qualifier, QualifierKind, Scope};
 
 fn feedback(outcome: MathOutcome, gold: &str) -> MathFeedback {
     let mut f = MathFeedback::no_answer(gold);
@@ -54,10 +55,42 @@ fn standalone_letters(s: &str) -> Vec<char> {
     out
 }
 
-fn check_choice(letter: char, gold: &str, completion: &str, cfg: &Config) -> MathFeedback {
-    let ext = extract::extract(completion, cfg);
+/// Whether the answer read from `span` of `completion` is hedged (see [`qualifiers`]); answers
+/// longer than the answer bound are left to the parser, which refuses them.
+fn hedge(
+    completion: &str,
+    span: std::ops::Range<usize>,
+    ext: &Extracted,
+    gold_text: &str,
+    letters: bool,
+    cfg: &Config,
+) -> Option<Qualifier> {
+    if ext.text.len() > cfg.max_answer_bytes {
+        return None;
+    }
+    let scope = match ext.source {
+        AnswerSource::Boxed | AnswerSource::LatexDelimiters => Scope::Markup,
+        _ => Scope::Prose,
+    };
+    qualifiers::find(completion, span, scope, gold_text, letters)
+}
+
+/// Feedback `f` turned into the verdict on a hedged answer: `multiple_answers` for an
+/// alternative (`3 or \boxed{4}`), else `no_answer`, with the reason.
+fn hedged(mut f: MathFeedback, q: &Qualifier) -> MathFeedback {
+    f.outcome = if q.kind == QualifierKind::Alternative {
+        MathOutcome::MultipleAnswers
+    } else {
+        MathOutcome::NoAnswer
+    };
+    f.detail = Some(q.reason());
+    f
+}
+
+fn check_choice(letter: char, gold: &str, gold_text: &str, completion: &str, cfg: &Config) -> MathFeedback {
+    let ext = extract::extract_located(completion, cfg);
     let (text, source) = match &ext {
-        Some(e)
+        Some((e, _))
             if matches!(
                 e.source,
                 AnswerSource::Boxed | AnswerSource::AnswerPhrase | AnswerSource::Hashes
@@ -70,6 +103,13 @@ fn check_choice(letter: char, gold: &str, completion: &str, cfg: &Config) -> Mat
     let mut f = feedback(MathOutcome::NoAnswer, gold);
     f.source = Some(source);
     f.extracted = Some(text.clone());
+    // "The answer is not (B)": a hedged letter is no answer. The whole text (prose that names
+    // letters) is not read for hedges.
+    if let Some((e, span)) = ext.filter(|(e, _)| e.source != AnswerSource::WholeText && e.source == source) {
+        if let Some(q) = hedge(completion, span, &e, gold_text, true, cfg) {
+            return hedged(f, &q);
+        }
+    }
     let bare: String = text
         .replace("\\text", "")
         .chars()
@@ -132,7 +172,9 @@ fn number_words(text: &str) -> Option<num_rational::BigRational> {
 pub(crate) fn parse_gold(gold_text: &str, cfg: &Config) -> Result<Node, ParseError> {
     match parser::parse(gold_text, cfg.max_depth, cfg.max_answer_bytes) {
         Ok(p) => Ok(p.node),
-        Err(ParseError::Syntax(_)) => Ok(Node::Text(parser::normalise_text(gold_text))),
+        Err(ParseError::Syntax(_) | ParseError::SideBySide(_)) => {
+            Ok(Node::Text(parser::normalise_text(gold_text)))
+        }
         Err(e) => Err(e),
     }
 }
@@ -144,7 +186,7 @@ fn refused(e: &ParseError, cfg: &Config) -> String {
             cfg.max_depth.min(parser::MAX_DEPTH_CEILING)
         ),
         ParseError::TooLong => format!("longer than {} bytes", cfg.max_answer_bytes),
-        ParseError::Syntax(s) => s.clone(),
+        ParseError::Syntax(s) | ParseError::SideBySide(s) => s.clone(),
     }
 }
 
@@ -161,7 +203,7 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
     }
     let gold_text = extract::gold_text(gold);
     if let Some(letter) = choice_letter(&gold_text) {
-        return check_choice(letter, gold, completion, cfg);
+        return check_choice(letter, gold, &gold_text, completion, cfg);
     }
     let g = match parse_gold(&gold_text, cfg) {
         Ok(g) => g,
@@ -171,14 +213,19 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
             return f;
         }
     };
-    let Some(Extracted { text, source, .. }) = extract::extract(completion, cfg) else {
+    let Some((ext, span)) = extract::extract_located(completion, cfg) else {
         let mut f = feedback(MathOutcome::NoAnswer, gold);
         f.detail = Some("no boxed answer, answer phrase, math span or number found".into());
         return f;
     };
     let mut f = feedback(MathOutcome::Unparseable, gold);
-    f.extracted = Some(text.clone());
-    f.source = Some(source);
+    f.extracted = Some(ext.text.clone());
+    f.source = Some(ext.source);
+    // A negated, bounded, approximate or retracted value is not an answer.
+    if let Some(q) = hedge(completion, span, &ext, &gold_text, false, cfg) {
+        return hedged(f, &q);
+    }
+    let text = ext.text;
     let p = match parser::parse(&text, cfg.max_depth, cfg.max_answer_bytes) {
         Ok(p) => p.node,
         Err(ParseError::Syntax(_))
@@ -186,7 +233,12 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
         {
             Node::Text(parser::normalise_text(&text))
         }
-        Err(ParseError::Syntax(msg)) => {
+        Err(ParseError::SideBySide(why)) if !matches!(g, Node::Text(_)) => {
+            f.outcome = MathOutcome::NoAnswer;
+            f.detail = Some(why);
+            return f;
+        }
+        Err(ParseError::Syntax(msg) | ParseError::SideBySide(msg)) => {
             if let Node::Text(gt) = &g {
                 let pt = parser::normalise_text(&text);
                 f.parsed = Some(pt.clone());

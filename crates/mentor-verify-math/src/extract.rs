@@ -112,7 +112,7 @@ fn trivial_gap(gap: &str) -> bool {
     })
 }
 
-fn boxed(s: &str) -> Option<Extracted> {
+fn boxed(s: &str) -> Option<(Extracted, Range<usize>)> {
     let spans = boxed_spans(s);
     let last = *spans.last()?;
     let content = |sp: &(usize, usize, usize, usize)| s.get(sp.2..sp.3).unwrap_or("").trim().to_string();
@@ -133,7 +133,7 @@ fn boxed(s: &str) -> Option<Extracted> {
     group.reverse();
     group.dedup();
     let count = group.len();
-    Some(Extracted { text: group.join(", "), source: AnswerSource::Boxed, count })
+    Some((Extracted { text: group.join(", "), source: AnswerSource::Boxed, count }, start..last.1))
 }
 
 /// Whether a line reads as prose (a word of four or more letters that is not a LaTeX command).
@@ -167,7 +167,7 @@ const MAX_HASH_LINE: usize = 64 << 10;
 /// Linear: each marker reads at most [`MAX_HASH_LINE`] bytes, a run of `#` with nothing after
 /// it is skipped in one step, and at most [`MAX_HASH_MARKERS`] others are examined (each used
 /// to read the rest of its line: a megabyte of `####` took minutes).
-fn hashes(s: &str) -> Option<Extracted> {
+fn hashes(s: &str) -> Option<(Extracted, Range<usize>)> {
     let mut end = s.len();
     let mut examined = 0;
     while let Some(at) = s[..end].rfind("####") {
@@ -189,7 +189,11 @@ fn hashes(s: &str) -> Option<Extracted> {
             }
             continue;
         }
-        return Some(Extracted { text: rest.to_string(), source: AnswerSource::Hashes, count: 1 });
+        let at = offset_in(s, rest);
+        return Some((
+            Extracted { text: rest.to_string(), source: AnswerSource::Hashes, count: 1 },
+            at..at + rest.len(),
+        ));
     }
     None
 }
@@ -216,7 +220,7 @@ fn sentence_end(rest: &str) -> usize {
     b.len()
 }
 
-fn phrase(s: &str) -> Option<Extracted> {
+fn phrase(s: &str) -> Option<(Extracted, Range<usize>)> {
     let lower = s.to_ascii_lowercase();
     let mut best: Option<(usize, usize)> = None;
     for p in PHRASES {
@@ -232,13 +236,21 @@ fn phrase(s: &str) -> Option<Extracted> {
     let rest = s[end..].trim_start_matches([' ', ':', '\t', '*', '_']);
     // A math span right after the phrase is the answer.
     if let Some(span) = span_at_start(rest) {
-        return Some(Extracted { text: span.2, source: AnswerSource::AnswerPhrase, count: 1 });
+        let at = offset_in(s, rest);
+        return Some((
+            Extracted { text: span.2, source: AnswerSource::AnswerPhrase, count: 1 },
+            at..at + span.1,
+        ));
     }
     let text = rest[..sentence_end(rest)].trim().trim_matches(['*', '_']).trim();
     if text.is_empty() || text.len() > 200 {
         return None;
     }
-    Some(Extracted { text: text.to_string(), source: AnswerSource::AnswerPhrase, count: 1 })
+    let at = offset_in(s, text);
+    Some((
+        Extracted { text: text.to_string(), source: AnswerSource::AnswerPhrase, count: 1 },
+        at..at + text.len(),
+    ))
 }
 
 /// Math spans (start, end, content). A `$` directly followed by a digit whose "span" ends in
@@ -398,7 +410,7 @@ fn span_at_start(s: &str) -> Option<(usize, usize, String)> {
     latex_spans(&s[..end]).into_iter().next().filter(|(a, _, _)| *a == 0)
 }
 
-fn last_number(s: &str) -> Option<Extracted> {
+fn last_number(s: &str) -> Option<(Extracted, Range<usize>)> {
     let b = s.as_bytes();
     let mut k = b.len();
     // Scan backwards for the last digit, then widen to the whole literal.
@@ -432,11 +444,11 @@ fn last_number(s: &str) -> Option<Extracted> {
         end
     };
     let text = &s[start..end];
-    Some(Extracted { text: text.to_string(), source: AnswerSource::LastNumber, count: 1 })
+    Some((Extracted { text: text.to_string(), source: AnswerSource::LastNumber, count: 1 }, start..end))
 }
 
 /// Whether a short completion is itself the answer (`x = 12`, `2/3.`, `12 cm`).
-fn whole_text(s: &str, cfg: &Config) -> Option<Extracted> {
+fn whole_text(s: &str, cfg: &Config) -> Option<(Extracted, Range<usize>)> {
     let t = s.trim().trim_end_matches(['.', ',', ';']).trim();
     if t.is_empty() || t.len() > 120 || t.contains('\n') {
         return None;
@@ -447,6 +459,10 @@ fn whole_text(s: &str, cfg: &Config) -> Option<Extracted> {
             return None;
         }
     }
+    let whole = || {
+        let at = offset_in(s, t);
+        Some((Extracted { text: t.to_string(), source: AnswerSource::WholeText, count: 1 }, at..at + t.len()))
+    };
     match crate::parser::parse(t, cfg.max_depth, cfg.max_answer_bytes) {
         // Prose with a letter in it ("I am not sure") is not an answer; units after a number are.
         Ok(p)
@@ -455,7 +471,15 @@ fn whole_text(s: &str, cfg: &Config) -> Option<Extracted> {
                     || !p.has_words
                     || t.bytes().any(|b| b.is_ascii_digit())) =>
         {
-            Some(Extracted { text: t.to_string(), source: AnswerSource::WholeText, count: 1 })
+            whole()
+        }
+        // Numbers side by side (`3 4`, `x = 3 4`, `2 \text{ hours } 3`) are the answer, a
+        // malformed one: taking the last number instead would pay `3 4` as 4. Prose that
+        // mentions numbers ("We need 3 boxes of 6, so 18") still falls through to the last number.
+        Err(crate::parser::ParseError::SideBySide(_))
+            if !prose_like(t) || ["\\text", "\\mbox", "\\mathrm"].iter().any(|m| t.contains(m)) =>
+        {
+            whole()
         }
         _ => None,
     }
@@ -463,6 +487,13 @@ fn whole_text(s: &str, cfg: &Config) -> Option<Extracted> {
 
 /// Finds the final answer of a completion. `None` when there is none.
 pub fn extract(completion: &str, cfg: &Config) -> Option<Extracted> {
+    extract_located(completion, cfg).map(|(e, _)| e)
+}
+
+/// [`extract`], with the byte range of `completion` the answer was read from: the boxes with
+/// their `\boxed{..}` (first to last when side by side), the math span with its delimiters, or
+/// the answer text itself. What the qualifier check reads the words around.
+pub(crate) fn extract_located(completion: &str, cfg: &Config) -> Option<(Extracted, Range<usize>)> {
     let s = completion;
     if let Some(e) = boxed(s) {
         return Some(e);
@@ -477,8 +508,8 @@ pub fn extract(completion: &str, cfg: &Config) -> Option<Extracted> {
         // A completion that is a single math span is handled the same way.
         return Some(w);
     }
-    if let Some(span) = latex_spans(s).pop() {
-        return Some(Extracted { text: span.2, source: AnswerSource::LatexDelimiters, count: 1 });
+    if let Some((start, end, text)) = latex_spans(s).pop() {
+        return Some((Extracted { text, source: AnswerSource::LatexDelimiters, count: 1 }, start..end));
     }
     if cfg.last_number_fallback {
         return last_number(s);
@@ -486,12 +517,21 @@ pub fn extract(completion: &str, cfg: &Config) -> Option<Extracted> {
     None
 }
 
+/// Where `inner`, a slice of `outer`, starts in it (0 if it is not one).
+fn offset_in(outer: &str, inner: &str) -> usize {
+    let (o, i) = (outer.as_ptr() as usize, inner.as_ptr() as usize);
+    match i.checked_sub(o) {
+        Some(d) if d + inner.len() <= outer.len() => d,
+        _ => 0,
+    }
+}
+
 /// The answer part of a gold string: the boxed content or `####` line if present, else all.
 pub(crate) fn gold_text(gold: &str) -> String {
-    if let Some(e) = boxed(gold) {
+    if let Some((e, _)) = boxed(gold) {
         return e.text;
     }
-    if let Some(e) = hashes(gold) {
+    if let Some((e, _)) = hashes(gold) {
         return e.text;
     }
     gold.trim().to_string()
@@ -529,6 +569,11 @@ mod tests {
         assert_eq!(ex("x = 12").unwrap(), ("x = 12".into(), AnswerSource::WholeText, 1));
         assert_eq!(ex("so we get \\(\\frac{1}{2}\\) in the end").unwrap().1, AnswerSource::LatexDelimiters);
         assert_eq!(ex("I don't know."), None);
+        // Numbers side by side are a (malformed) whole answer, not a last number to fall back on.
+        for s in ["3 4", "x = 3 4", "2 \\text{ hours } 3", "1 000 1"] {
+            assert_eq!(ex(s).unwrap(), (s.into(), AnswerSource::WholeText, 1), "{s}");
+        }
+        assert_eq!(ex("We need 3 boxes of 6 so 18").unwrap().1, AnswerSource::LastNumber);
     }
 
     #[test]

@@ -2,13 +2,16 @@
 //!
 //! The lexer does the normalisation that is easier on characters than on trees: unicode
 //! operators, spacing commands, `\left`/`\right`, thousands separators (`1,000`, `1\,000`,
-//! `3{,}600`), repeating decimals (`0.\overline{3}`), scientific notation (`1.5e-3`), degree
+//! `3{,}600`, `1~000`; see [`crate::digit_groups`]: digits after a separator that are not a
+//! thousands group stay a separate number, which the parser refuses), repeating decimals (`0.\overline{3}`), scientific notation (`1.5e-3`), degree
 //! marks, dollar signs, and `\text{..}` (words become [`Tok::Word`], anything else is lexed as
 //! math). It never recurses, so its stack use does not depend on the input.
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Zero};
+
+use crate::digit_groups;
 
 /// A function applied to one argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,7 +230,8 @@ pub(crate) fn normalise_unicode(s: &str) -> String {
             '\u{222a}' => out.push_str("\\cup "),
             '\u{2205}' => out.push_str("\\emptyset "),
             '\u{00b0}' => out.push(' '),
-            '\u{00a0}' | '\u{2009}' | '\u{202f}' => out.push(' '),
+            // No-break, figure, punctuation, thin, hair and narrow no-break spaces.
+            '\u{00a0}' | '\u{2007}' | '\u{2008}' | '\u{2009}' | '\u{200a}' | '\u{202f}' => out.push(' '),
             _ => out.push(c),
         }
     }
@@ -408,16 +412,6 @@ impl Lexer<'_> {
         String::from_utf8_lossy(&self.s[start..self.i]).into_owned()
     }
 
-    /// A thousands group at `self.i + skip`: exactly three digits not followed by a digit.
-    fn group_at(&self, skip: usize) -> bool {
-        let g = &self.s[(self.i + skip).min(self.s.len())..];
-        g.len() >= 3
-            && g[..3].iter().all(u8::is_ascii_digit)
-            && !g
-                .get(3)
-                .is_some_and(|c| c.is_ascii_digit() || *c == b'.' && g.get(4).is_some_and(u8::is_ascii_digit))
-    }
-
     fn number(&mut self) -> Result<(), LexError> {
         let mut int = self.digits();
         // `1\!2`: a negative thin space between digits only closes a gap.
@@ -425,23 +419,12 @@ impl Lexer<'_> {
             self.i += 2;
             int.push_str(&self.digits());
         }
-        // Thousands separators: `1,000,000`, `1 000 000`, `1\,000`, `1{,}000`.
+        // Thousands separators: `1,000,000`, `1 000 000`, `1\,000`, `1{,}000`, `1~000` (see
+        // `digit_groups`). Digits after a separator that do not form a group are left as the
+        // next number, which the parser refuses as side by side (`2 3`, `1\,000\,1`).
         if !int.is_empty() && int.len() <= 3 {
-            loop {
-                let sep = if self.peek() == Some(b',') && self.group_at(1) {
-                    1
-                } else if self.rest().starts_with(b"{,}") && self.group_at(3) {
-                    3
-                } else if (self.rest().starts_with(b"\\,") || self.rest().starts_with(b"\\!"))
-                    && self.group_at(2)
-                {
-                    2
-                } else if self.peek() == Some(b' ') && self.group_at(1) {
-                    1
-                } else {
-                    0
-                };
-                if sep == 0 {
+            while let Some(sep) = digit_groups::separator_len(self.rest()) {
+                if !digit_groups::group_at(&self.rest()[sep..]) {
                     break;
                 }
                 self.i += sep;
@@ -728,9 +711,17 @@ mod tests {
             assert_eq!(toks.len(), 1, "{s}: {toks:?}");
             assert_eq!(num(&toks[0]), "1000000");
         }
-        // Not a thousands group: a list.
+        for s in ["1~000", "1\\ 000", "1\\;000", "1 000.5"] {
+            let toks = lex(s).unwrap();
+            assert_eq!(toks.len(), 1, "{s}: {toks:?}");
+        }
+        // Not a thousands group: a list, or two numbers (refused by the parser).
         assert_eq!(lex("3,5").unwrap().len(), 3);
         assert_eq!(lex("1,2345").unwrap().len(), 3);
+        for s in ["2 3", "5\\,1", "1\\,000\\,1", "1 000 1", "1234 567", "1 0000"] {
+            let toks = lex(s).unwrap();
+            assert_eq!(toks.len(), 2, "{s}: {toks:?}");
+        }
     }
 
     #[test]

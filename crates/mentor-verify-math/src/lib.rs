@@ -5,7 +5,11 @@
 //! - [`extract`] finds the answer (`\boxed{}`, `#### x`, "The answer is", math spans, last
 //!   number) and reports where it came from.
 //! - [`check`] judges one completion and returns a [`Verdict`] whose feedback is a
-//!   [`MathFeedback`] (outcome, extracted text, parsed value, relation to the gold).
+//!   [`MathFeedback`] (outcome, extracted text, parsed value, relation to the gold). A value
+//!   negated, bounded, approximated or retracted by the words in or right around it
+//!   (`\boxed{\text{not } 3}`, "at least 3", `3 \text{ or more}`, `#### about 5`) is no answer,
+//!   and so are numbers side by side (`2 3`, `1\,000\,1`), which are neither one number nor a
+//!   product.
 //! - [`equivalent`] compares two answer strings; it is cheap (microseconds) and is what the
 //!   mentor's guard uses to spot a hint that leaks the answer.
 //! - [`MathVerifier`] implements [`mentor_core::Verifier`]; [`check_batch`] and
@@ -36,12 +40,15 @@ mod check;
 pub mod cli;
 mod compare;
 mod config;
+mod digit_groups;
 mod equivalence;
 mod error;
 mod eval;
 mod extract;
 mod lexer;
 mod parser;
+mod prose;
+mod qualifiers;
 mod verifier;
 
 pub use config::Config;

@@ -20,9 +20,10 @@
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::Signed;
+use num_traits::{One, Signed, ToPrimitive, Zero};
 
 use crate::ast::Node;
+use crate::digit_groups;
 use crate::lexer::{self, Func, LexError, Tok};
 
 /// Why an answer could not be parsed.
@@ -34,6 +35,9 @@ pub(crate) enum ParseError {
     TooLong,
     /// Not math we understand.
     Syntax(String),
+    /// Two numbers written side by side (`2 3`, `5\,1`, `3 \text{ apples } 4`): neither one
+    /// number (not thousands groups, see [`crate::digit_groups`]) nor a product. The reason.
+    SideBySide(String),
 }
 
 /// The parse of one answer, with what the parser noticed on the way.
@@ -184,6 +188,27 @@ fn from_base(digits: &BigRational, base: &Node) -> Result<Node, ParseError> {
     Ok(Node::num(BigRational::from_integer(acc)))
 }
 
+/// A number literal as written back in feedback (`3`, `2.5`, `1/3` for a repeating decimal).
+fn show(v: &BigRational) -> String {
+    if v.is_integer() {
+        return v.to_integer().to_string();
+    }
+    let d = v.denom();
+    // Terminating decimals (denominator 2^a 5^b) are shown as decimals.
+    let mut k = d.clone();
+    for p in [2u32, 5] {
+        while (&k % p).is_zero() {
+            k /= p;
+        }
+    }
+    if k.is_one() {
+        if let Some(f) = v.to_f64() {
+            return f.to_string();
+        }
+    }
+    v.to_string()
+}
+
 fn is_int_literal(n: &Node) -> bool {
     matches!(n, Node::Num { value, decimals: 0 } if value.is_integer() && !value.is_negative())
 }
@@ -213,6 +238,20 @@ impl Parser {
             Ok(())
         } else {
             Err(ParseError::Syntax(format!("expected {t:?}, found {:?}", self.peek())))
+        }
+    }
+
+    /// Refuses implicit multiplication of a number literal by the number literal right after it
+    /// (`2 3`, `1\,000\,1`, or `3 4` once the words between were dropped): bare numbers side
+    /// by side are a malformed number, not a product. `2x`, `2\pi`, `3\sqrt{2}`, `2(3)` and
+    /// `\frac{1}{2}\sqrt{3}` are untouched: one side is not a bare number.
+    fn refuse_side_by_side(&self) -> Result<(), ParseError> {
+        let prev = self.pos.checked_sub(1).and_then(|k| self.toks.get(k));
+        match (prev, self.peek()) {
+            (Some(Tok::Num { value: a, .. }), Some(Tok::Num { value: b, .. })) => {
+                Err(ParseError::SideBySide(digit_groups::side_by_side_reason(&show(a), &show(b))))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -367,6 +406,7 @@ impl Parser {
                     factors.push(Node::Recip(Box::new(d)));
                 }
                 _ if self.starts_primary() => {
+                    self.refuse_side_by_side()?;
                     let start = self.pos;
                     let next = self.power()?;
                     // Mixed number: an integer literal directly followed by \frac{int}{int}.
@@ -619,6 +659,7 @@ impl Parser {
         self.enter()?;
         let mut factors = vec![self.power()?];
         while self.starts_primary() && !matches!(self.peek(), Some(Tok::Func(_))) {
+            self.refuse_side_by_side()?;
             factors.push(self.power()?);
         }
         self.leave();
@@ -718,6 +759,26 @@ mod tests {
         assert_eq!(p("x \\in [2, 5)"), "x = [2, 5)");
         assert_eq!(p("1011_{2}"), "11");
         assert_eq!(p("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}"), "[1, 2; 3, 4]");
+    }
+
+    #[test]
+    fn numbers_side_by_side_are_refused_not_multiplied() {
+        for s in
+            ["2 3", "3 4", "5\\,1", "1\\,000\\,1", "1 000 1", "3 \\text{ apples } 4", "2^3 4", "\\sin 2 3"]
+        {
+            let e = parse(s, 48, 4096).unwrap_err();
+            assert!(matches!(&e, ParseError::SideBySide(why) if why.contains("side by side")), "{s}: {e:?}");
+        }
+        assert!(
+            matches!(parse("2.5 3", 48, 4096), Err(ParseError::SideBySide(w)) if w.contains("`2.5` and `3`"))
+        );
+        // Implicit multiplication where the notation means it.
+        assert_eq!(p("2x"), "2*x");
+        assert_eq!(p("2\\pi"), "2*pi");
+        assert_eq!(p("3\\sqrt{2}"), "3*sqrt(2)");
+        assert_eq!(p("2(3)"), "2*3");
+        assert_eq!(p("\\frac{1}{2}\\sqrt{3}"), "(1/2)*sqrt(3)");
+        assert_eq!(p("1 000 000"), "1000000");
     }
 
     #[test]

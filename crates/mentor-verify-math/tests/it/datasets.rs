@@ -5,11 +5,15 @@
 //!
 //! The data directory is `$MENTOR_DATASETS` when set, else the `shared/datasets` folder beside
 //! the workspace, else the installed assets (`cargo xtask datasets`).
+//!
+//! One reference solution words its answer as a bound ([`WORDED_AS_A_BOUND`]); a bound is not a
+//! value (see `src/qualifiers.rs`), so it is refused by design, and the test checks that it is
+//! refused for that reason and for no other.
 
 use std::path::PathBuf;
 
 use mentor_core::datasets::Dataset;
-use mentor_core::{Task, Verifier};
+use mentor_core::{Feedback, MathOutcome, Task, Verifier};
 use mentor_verify_math::MathVerifier;
 
 fn data_dir() -> PathBuf {
@@ -19,6 +23,11 @@ fn data_dir() -> PathBuf {
 fn load(set: Dataset) -> Vec<Task> {
     set.load_from_dir(&data_dir()).unwrap_or_else(|e| panic!("loading {}: {e}", set.name()))
 }
+
+/// Reference solutions that state their answer as a bound, with the qualifier: "Zach can have
+/// at most $\boxed{2}$ pencils left over" answers "the greatest number of pencils" but, read
+/// without the question, is the hedge "at most 2".
+const WORDED_AS_A_BOUND: &[(&str, &str)] = &[("test/number_theory/612.json", "'at most'")];
 
 #[test]
 fn reference_solutions_are_judged_correct() {
@@ -43,6 +52,16 @@ fn reference_solutions_are_judged_correct() {
         for ((task, _), verdict) in items.iter().zip(verifier.verify_batch(&items)) {
             total += 1;
             let verdict = verdict.expect("math tasks are supported");
+            if let Some((_, phrase)) = WORDED_AS_A_BOUND.iter().find(|(id, _)| *id == task.id) {
+                let Feedback::Math(f) = verdict.feedback() else { panic!("math feedback") };
+                let detail = f.detail.as_deref().unwrap_or("");
+                assert!(
+                    f.outcome == MathOutcome::NoAnswer && detail.contains(phrase),
+                    "{}: expected a refusal for {phrase}, got {f:?}",
+                    task.id
+                );
+                continue;
+            }
             if !verdict.passed() {
                 wrong.push(format!(
                     "{}: gold {:?}: {:?}",

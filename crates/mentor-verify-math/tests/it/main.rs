@@ -1,10 +1,11 @@
 //! Integration tests of mentor-verify-math: the peer-labelled fixture, the labelled case table,
-//! resource bounds, and properties.
+//! hedged and malformed answers, resource bounds, and properties.
 
 mod cases;
 mod datasets;
 mod depth;
 mod fixture;
+mod hedges;
 mod props;
 mod safety;
 
