@@ -78,6 +78,25 @@ class Gsm8k(unittest.TestCase):
         self.assertFalse(none.correct)
         self.assertIn(none.outcome, ("no_answer", "wrong_value"))
 
+    def test_hedged_and_side_by_side_answers_do_not_pay(self):
+        # Issue 33's probe through the Python API: each of these was judged equal to 3 (or paid
+        # a product of side-by-side numbers); none may be correct now, and units still pass.
+        hedged = [
+            "\\boxed{\\text{not } 3}",
+            "The answer is not 3",
+            "\\boxed{3 \\text{ or more}}",
+            "\\boxed{\\text{at least } 3}",
+            "\\boxed{3 \\text{ is wrong}}",
+        ]
+        verdicts = mentor_rl.verify_math(["3"] * len(hedged), hedged)
+        self.assertEqual([v.correct for v in verdicts], [False] * len(hedged))
+        spaced = mentor_rl.verify_math(["6", "12", "51", "10001"], ["\\boxed{2 3}", "The answer is 3 4", "\\boxed{5\\,1}", "#### 1 000 1"])
+        self.assertEqual([v.correct for v in spaced], [False] * 4)
+        for v in spaced:
+            self.assertEqual(v.outcome, "no_answer")
+        ok = mentor_rl.verify_math(["3", "1000000"], ["\\boxed{3 \\text{ cm}}", "\\boxed{1\\,000\\,000}"])
+        self.assertEqual([v.correct for v in ok], [True, True])
+
     def test_equivalence(self):
         self.assertTrue(mentor_rl.math_equivalent("\\frac{1}{2}", "0.5"))
         self.assertFalse(mentor_rl.math_equivalent("2", "3"))
