@@ -258,7 +258,7 @@ ATTACKS = (
         ]
     ]
     + [(SUBCLASS_ROUTE + ANY, {"wrong_answer", "runtime_error"})]
-    + [(SAVEALL_ROUTE + ANY, {"wrong_answer", "runtime_error"})]
+    + [(SAVEALL_ROUTE + ANY, {"wrong_answer", "runtime_error", "timeout", "memory_limit"})]
 )
 
 
