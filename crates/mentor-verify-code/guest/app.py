@@ -229,7 +229,8 @@ def _dumps(obj):
     return _json.dumps(obj, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
-def _short(s, limit=400):
+def _exact(s, limit=400):
+    """An exact `str` copy (never a subclass), cut to `limit` characters."""
     s = str.__add__("", s)
     return s if len(s) <= limit else s[:limit] + "..."
 
@@ -253,7 +254,7 @@ def _cand_handle(v):
         tname = tname if type(tname) is str else "object"
     except BaseException:
         tname = "object"
-    return ["h", i, _short(tname, 80), bool(callable(v))]
+    return ["h", i, _exact(tname, 80), bool(callable(v))]
 
 
 def _cand_resolve(tag, x):
@@ -277,12 +278,12 @@ def _cand_exception(e, tb):
             name = n
             break
     try:
-        msg = _short(str(e), 2000)
+        msg = _exact(str(e), 2000)
     except BaseException:
         msg = "<unprintable exception>"
     own = type(e).__name__
     if type(own) is str and own != name:
-        msg = "%s: %s" % (_short(own, 120), msg)
+        msg = "%s: %s" % (_exact(own, 120), msg)
     line = None
     trace = []
     lines = _cand["lines"]
@@ -291,13 +292,13 @@ def _cand_exception(e, tb):
         line = ln if type(ln) is int else None
         m = getattr(e, "msg", None)
         if type(m) is str:
-            msg = _short(m, 2000)
+            msg = _exact(m, 2000)
     while tb is not None and len(trace) < 256:
         co = tb.tb_frame.f_code
         if co.co_filename == "<candidate>":
             ln = tb.tb_lineno
             text = lines[ln - 1].strip() if type(ln) is int and 0 < ln <= len(lines) else ""
-            trace.append("<candidate> line %s, in %s: %s" % (ln, _short(co.co_name, 120), _short(text, 200)))
+            trace.append("<candidate> line %s, in %s: %s" % (ln, _exact(co.co_name, 120), _exact(text, 200)))
             line = ln
         tb = tb.tb_next
     return [name, msg, line, trace[-20:]]
@@ -357,13 +358,13 @@ def _cand_serve(request):
     except SystemExit:
         return _dumps({"exit": True})
     except CodecError as e:
-        return _dumps({"bad": _short(str(e))})
+        return _dumps({"bad": _exact(str(e))})
     except BaseException as e:
         return _dumps({"exc": _cand_exception(e, e.__traceback__)})
     try:
         return _dumps({"ok": encode(value, _cand_handle)})
     except CodecError as e:
-        return _dumps({"bad": "the returned value cannot cross to the tests: " + _short(str(e))})
+        return _dumps({"bad": "the returned value cannot cross to the tests: " + _exact(str(e))})
     except BaseException as e:
         return _dumps({"bad": "the returned value could not be encoded: " + type(e).__name__})
 
@@ -386,11 +387,10 @@ class CandidateBroken(BaseException):
     """The candidate's instance answered outside the protocol: a failed call."""
 
 
-_test = {"handles": {}, "errors": {}, "calls": 0}
+_test = {"handles": {}, "errors": {}}
 
 
 def _remote(req):
-    _test["calls"] += 1
     try:
         reply = _json.loads(wit_world.call_candidate(_dumps(req)))
     except (CandidateExit, CandidateBroken, Unsupported):
@@ -493,13 +493,6 @@ def plain(v):
             stack.extend(x.keys())
             stack.extend(x.values())
     return True
-
-
-def _exact(s, limit=400):
-    s = str.__add__("", s)
-    if len(s) > limit:
-        s = s[:limit] + "..."
-    return s
 
 
 def _show(v):
@@ -926,7 +919,6 @@ def _judge(req, progress):
 def _report(result, secret):
     out = dict(result)
     out["secret"] = secret
-    out["calls"] = _test["calls"]
     return _json.dumps(out, ensure_ascii=True)
 
 
