@@ -23,9 +23,9 @@ use crate::{Error, Result};
 pub struct StepMetrics {
     /// Unhinted groups in the step.
     pub groups: usize,
-    /// Collapsed groups (all rewards zero).
+    /// Collapsed groups (no attempt passed: [`crate::is_collapsed`]).
     pub collapsed: usize,
-    /// Zero-reward-group fraction.
+    /// Zero-reward-group fraction (the share of collapsed groups).
     pub zrf: f64,
     /// Zero-std-group fraction (TRL's `frac_reward_zero_std`).
     pub zero_std_frac: f64,
@@ -37,7 +37,7 @@ pub struct StepMetrics {
     pub event: Option<EventState>,
     /// Groups intervened on.
     pub intervened: usize,
-    /// Intervened groups with at least one hinted success.
+    /// Intervened groups with at least one hinted attempt that passed.
     pub rescued: usize,
     /// Hinted attempts per level (`"1"`, `"2"`, `"3"`).
     pub levels_used: BTreeMap<String, usize>,
@@ -122,7 +122,7 @@ pub struct InterventionRecord {
     pub hints: Vec<Hint>,
     /// Hinted rewards of the last hinted attempt.
     pub hinted_rewards: Vec<f64>,
-    /// Whether a hinted attempt succeeded.
+    /// Whether a hinted attempt passed (the hinted group is not [`crate::is_collapsed`]).
     pub rescued: bool,
     /// Guard rejections on the way.
     pub rejections: Vec<GuardRejection>,
@@ -218,7 +218,7 @@ impl Plugin {
             ..Default::default()
         };
         for grp in &groups {
-            if grp.samples.iter().any(|s| s.verdict.passed()) {
+            if !grp.is_collapsed() {
                 self.memory.solved_unhinted(&grp.task.id);
             }
         }
@@ -512,7 +512,7 @@ struct Attempted {
 /// hint) and that can escalate (`escalate` on, level below 3), in group order while the budget
 /// has room; a group that does not fit is done. A round's hinted prompts are sampled in one
 /// [`Rollout::sample_batch`] call and verified in one judge batch; a group with a hinted
-/// success is rescued and done.
+/// attempt that passed (not [`crate::is_collapsed`]) is rescued and done.
 ///
 /// Returns the intervened groups in group order. The memory is only read here (start levels);
 /// the caller records the rescues.
@@ -595,7 +595,9 @@ fn intervene(
                 let o = &mut open[a.open];
                 o.record.hinted_rewards = scored.iter().map(|s| s.verdict.reward()).collect();
                 o.record.hints.push(a.hint.clone());
-                if scored.iter().any(|s| s.verdict.reward() > 0.0) {
+                // Rescued: the hinted group is no longer collapsed (an attempt passed; partial
+                // credit does not rescue, as it does not hide a collapse).
+                if !crate::is_collapsed(scored.iter().map(|s| s.verdict.passed())) {
                     o.record.rescued = true;
                     o.open = false;
                     o.rescue = Some((a.hint, scored));

@@ -40,9 +40,15 @@ impl Group {
         self.samples.iter().map(|s| s.verdict.reward()).collect()
     }
 
-    /// Whether every reward is zero (a collapsed group).
+    /// Whether each sample passed ([`Verdict::passed`]: binary correctness), in sample order.
+    pub fn passed(&self) -> Vec<bool> {
+        self.samples.iter().map(|s| s.verdict.passed()).collect()
+    }
+
+    /// Whether no sample passed (a collapsed group), whatever partial credit the rewards give:
+    /// [`crate::is_collapsed`] of the verdicts' `passed`.
     pub fn is_collapsed(&self) -> bool {
-        !self.samples.is_empty() && self.samples.iter().all(|s| s.verdict.reward() == 0.0)
+        crate::is_collapsed(self.samples.iter().map(|s| s.verdict.passed()))
     }
 }
 

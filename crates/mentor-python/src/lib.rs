@@ -8,7 +8,8 @@
 //! - `CodeSandbox` → [`mentor_verify_code::Sandbox`] and [`mentor_verify_code::CodeVerifier`];
 //! - `Mentor`, `StaticHints`, `Refinement` → [`mentor_agents::AgentMentor`] (backends `rules`
 //!   and `llm`) and the baselines, with the same guard the trainer builds;
-//! - `CollapseMonitor` → [`mentor_integration::CollapseMonitor`];
+//! - `CollapseMonitor` → [`mentor_integration::CollapseMonitor`], `is_collapsed` →
+//!   [`mentor_integration::is_collapsed`] (collapse = no attempt passed);
 //! - `Verdict` wraps [`mentor_core::Verdict`]; its `feedback` is the `feedback` object that
 //!   `mentor verify math` / `mentor verify code` print.
 //!
@@ -73,5 +74,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<mentor::PyStaticHints>()?;
     m.add_class::<mentor::PyRefinement>()?;
     m.add_class::<monitor::PyCollapseMonitor>()?;
+    m.add_function(wrap_pyfunction!(monitor::is_collapsed, m)?)?;
     Ok(())
 }

@@ -1,15 +1,54 @@
-//! `CollapseMonitor`: [`mentor_integration::CollapseMonitor`] from Python.
+//! `CollapseMonitor` and `is_collapsed`: [`mentor_integration::CollapseMonitor`] and
+//! [`mentor_integration::is_collapsed`] from Python.
 
-use mentor_core::{Completion, Feedback, Task, Verdict};
-use mentor_integration::{CollapseMonitor, Group, MonitorConfig, Sample, Scored};
+use mentor_integration::{CollapseMonitor, GroupOutcome, MonitorConfig};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBool;
 use serde_json::json;
 
 use crate::convert;
 
+/// The pass flags of `values`: Python bools (or numpy's) only. A number where a flag belongs
+/// is most likely the old call `observe(rewards, group_size)`, and a reward must not be read
+/// as correctness, so it is refused rather than converted.
+fn pass_flags(name: &str, values: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
+    let items: Vec<Bound<'_, PyAny>> = values
+        .try_iter()
+        .map_err(|_| PyValueError::new_err(format!("{name}: expected a sequence of bools")))?
+        .collect::<PyResult<_>>()?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if let Ok(b) = v.cast::<PyBool>() {
+                return Ok(b.is_true());
+            }
+            let ty = v.get_type();
+            let kind = ty.name().map(|n| n.to_string()).unwrap_or_default();
+            let module = ty.module().map(|m| m.to_string()).unwrap_or_default();
+            if module == "numpy" && (kind == "bool" || kind == "bool_") {
+                return v.is_truthy();
+            }
+            Err(PyValueError::new_err(format!(
+                "{name}[{i}]: expected a bool (whether the attempt passed), got {kind}; rewards go in \
+                 `rewards=`"
+            )))
+        })
+        .collect()
+}
+
+/// Whether a group of attempts collapsed: none of them passed. `passed` holds each attempt's
+/// binary correctness (`Verdict.correct`), never a shaped reward. The one predicate the
+/// monitor, the trainers' rescue test and `MentorGRPOTrainer` share.
+#[pyfunction]
+pub fn is_collapsed(passed: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(mentor_integration::is_collapsed(pass_flags("passed", passed)?))
+}
+
 /// Per-step zero-reward fraction (ZRF), zero-std fraction and collapse events over a moving
-/// window, as the trainer's monitor computes them.
+/// window, as the trainer's monitor computes them. A group is collapsed when none of its
+/// attempts passed, whatever partial credit its rewards give.
 #[pyclass(name = "CollapseMonitor", module = "mentor_rl")]
 pub struct PyCollapseMonitor {
     inner: CollapseMonitor,
@@ -38,51 +77,51 @@ impl PyCollapseMonitor {
         Ok(Self { inner: CollapseMonitor::new(config.clone()), config })
     }
 
-    /// Records one step: `rewards` are the step's unhinted rewards, group after group
-    /// (`group_size` completions per prompt, contiguous, as TRL orders them).
+    /// Records one step: `passed` says whether each unhinted attempt passed, group after group
+    /// (`group_size` attempts per prompt, contiguous, as TRL orders them); `rewards` (optional,
+    /// finite, same length) are their rewards, shaped or not, for `zero_std_frac` and
+    /// `mean_reward` (default: 1.0 for a pass, 0.0 otherwise).
+    #[pyo3(signature = (passed, group_size, *, rewards = None))]
     fn observe<'py>(
         &mut self,
         py: Python<'py>,
-        rewards: Vec<f64>,
+        passed: &Bound<'py, PyAny>,
         group_size: usize,
+        rewards: Option<Vec<f64>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         if group_size == 0 {
             return Err(PyValueError::new_err("group_size must be at least 1"));
         }
-        if rewards.is_empty() || !rewards.len().is_multiple_of(group_size) {
+        let passed = pass_flags("passed", passed)?;
+        if passed.is_empty() || !passed.len().is_multiple_of(group_size) {
             return Err(PyValueError::new_err(format!(
-                "rewards: {} values do not make whole groups of group_size {group_size}",
-                rewards.len()
+                "passed: {} values do not make whole groups of group_size {group_size}",
+                passed.len()
             )));
         }
-        let mut groups = Vec::with_capacity(rewards.len() / group_size);
-        for (g, chunk) in rewards.chunks(group_size).enumerate() {
-            let task = Task::math(format!("group/{g}"), "", "0");
-            let samples = chunk
-                .iter()
-                .enumerate()
-                .map(|(j, &r)| {
-                    let verdict = Verdict::partial(r, Feedback::VerifierError { message: String::new() })
-                        .map_err(|_| {
-                            PyValueError::new_err(format!(
-                                "rewards[{}] = {r} is not a finite number in [0, 1]",
-                                g * group_size + j
-                            ))
-                        })?;
-                    Ok(Scored {
-                        sample: Sample {
-                            completion: Completion::new(task.id.clone(), ""),
-                            prefix_ids: Vec::new(),
-                            ids: Vec::new(),
-                            logprobs: Vec::new(),
-                        },
-                        verdict,
-                    })
-                })
-                .collect::<PyResult<Vec<_>>>()?;
-            groups.push(Group { task, samples });
-        }
-        let report = self.inner.observe(&groups);
+        let rewards = match rewards {
+            Some(r) if r.len() != passed.len() => {
+                return Err(PyValueError::new_err(format!(
+                    "rewards: {} values for {} pass flags",
+                    r.len(),
+                    passed.len()
+                )));
+            }
+            Some(r) => {
+                if let Some(i) = r.iter().position(|x| !x.is_finite()) {
+                    return Err(PyValueError::new_err(format!("rewards[{i}] = {} is not finite", r[i])));
+                }
+                r
+            }
+            None => passed.iter().map(|&p| if p { 1.0 } else { 0.0 }).collect(),
+        };
+        let groups = passed
+            .chunks(group_size)
+            .zip(rewards.chunks(group_size))
+            .map(|(p, r)| GroupOutcome::new(r.to_vec(), p.to_vec()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let report = self.inner.observe_outcomes(&groups);
         let value = json!({
             "collapsed": report.collapsed,
             "zrf": report.zrf,

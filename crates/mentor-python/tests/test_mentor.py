@@ -159,28 +159,47 @@ class MentorArguments(unittest.TestCase):
 class Monitor(unittest.TestCase):
     def test_zrf_zero_std_and_events(self):
         mon = mentor_rl.CollapseMonitor(window=2, raise_above=0.5, clear_below=0.25)
-        r = mon.observe([0, 0, 0, 0, 1, 0, 0, 0], group_size=4)
+        F, T = False, True
+        r = mon.observe([F, F, F, F, T, F, F, F], group_size=4)
         self.assertEqual(r["collapsed"], [0])
+        # Without rewards, a pass counts 1.0 and a failure 0.0.
         self.assertEqual((r["zrf"], r["zero_std_frac"], r["mean_reward"]), (0.5, 0.5, 0.125))
         self.assertEqual(r["event"], "quiet")
-        r = mon.observe([0.0] * 8, 4)
+        r = mon.observe([F] * 8, 4)
         self.assertEqual((r["zrf"], r["window_zrf"], r["event"], r["event_active"]), (1.0, 0.75, "started", True))
         self.assertTrue(mon.in_event)
-        r = mon.observe([1.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], 4)
+        r = mon.observe([T, F, T, T, T, T, T, T], 4, rewards=[1.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
         self.assertEqual((r["zrf"], r["zero_std_frac"], r["event"]), (0.0, 0.5, "ongoing"))
-        r = mon.observe([1.0] * 8, 4)
+        r = mon.observe([T] * 8, 4)
         self.assertEqual(r["event"], "cleared")
         mon.reset()
         self.assertFalse(mon.in_event)
 
+    def test_collapse_is_judged_on_passed_not_on_the_reward(self):
+        mon = mentor_rl.CollapseMonitor()
+        # fraction_passed code: every attempt passes some tests, none passes them all.
+        partial = [0.25, 0.75, 0.5, 0.75]
+        # A format bonus (0.2) on wrong answers; the right one scores 1.2.
+        shaped = [0.2, 0.2, 1.2, 0.0]
+        r = mon.observe([False] * 4 + [False, False, True, False], 4, rewards=partial + shaped)
+        self.assertEqual((r["collapsed"], r["zrf"]), ([0], 0.5))
+        self.assertAlmostEqual(r["mean_reward"], (2.25 + 1.6) / 8)
+        self.assertTrue(mentor_rl.is_collapsed([False, False]))
+        self.assertFalse(mentor_rl.is_collapsed([False, True]))
+
     def test_bad_arguments(self):
         mon = mentor_rl.CollapseMonitor()
+        F = False
         for call, name in [
-            (lambda: mon.observe([0, 0, 0], 2), "rewards"),
-            (lambda: mon.observe([], 2), "rewards"),
-            (lambda: mon.observe([0, 0], 0), "group_size"),
-            (lambda: mon.observe([0, 1.5], 2), "rewards[1]"),
-            (lambda: mon.observe([0, float("nan")], 2), "rewards[1]"),
+            (lambda: mon.observe([F, F, F], 2), "passed"),
+            (lambda: mon.observe([], 2), "passed"),
+            (lambda: mon.observe([F, F], 0), "group_size"),
+            # The old call, with rewards where the pass flags belong, is refused.
+            (lambda: mon.observe([0.0, 1.0], 2), "passed[0]"),
+            (lambda: mon.observe([F, 1], 2), "passed[1]"),
+            (lambda: mon.observe([F, F], 2, rewards=[0.0]), "rewards"),
+            (lambda: mon.observe([F, F], 2, rewards=[0.0, float("nan")]), "rewards[1]"),
+            (lambda: mentor_rl.is_collapsed([0.0]), "passed[0]"),
             (lambda: mentor_rl.CollapseMonitor(window=0), "window"),
             (lambda: mentor_rl.CollapseMonitor(raise_above=0.1, clear_below=0.3), "clear_below"),
         ]:

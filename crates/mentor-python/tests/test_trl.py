@@ -1,5 +1,6 @@
 """mentor_rl.trl without torch: the reward functions with TRL's signature and the intervention
-settings (MentorGRPOTrainer itself runs under `cargo xtask trl`, which has torch and trl)."""
+settings (MentorGRPOTrainer's rollout runs on a fake TRL in test_trl_collapse.py; with torch
+and trl, under `cargo xtask trl`)."""
 
 import importlib.util
 import unittest

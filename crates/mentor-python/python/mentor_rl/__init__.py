@@ -8,7 +8,8 @@ mentor-verify-code, mentor-agents and mentor-integration), compiled into ``mento
   stdin/stdout tests;
 - :class:`Mentor`, :class:`StaticHints` and :class:`Refinement` turn a failed group into a
   guarded hint;
-- :class:`CollapseMonitor` tracks zero-reward collapse over training steps.
+- :class:`CollapseMonitor` tracks collapse over training steps, and :func:`is_collapsed` is
+  its rule: a group collapsed when none of its attempts passed (correctness, not reward).
 
 Each verdict's ``feedback`` is the dict ``mentor verify math`` / ``mentor verify code`` print.
 """
@@ -25,6 +26,7 @@ from ._native import (
     StaticHints,
     Verdict,
     __version__,
+    is_collapsed,
     math_equivalent,
     verify_math,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "StaticHints",
     "Verdict",
     "__version__",
+    "is_collapsed",
     "math_equivalent",
     "verify_math",
 ]

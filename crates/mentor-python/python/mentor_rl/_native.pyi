@@ -57,6 +57,11 @@ def verify_math(golds: Sequence[str], completions: Sequence[str], *, threads: Op
 
     Raises ValueError when the lengths differ or ``threads`` is 0."""
 
+def is_collapsed(passed: Sequence[bool]) -> bool:
+    """Whether a group of attempts collapsed: none passed (``passed``: each attempt's
+    ``Verdict.correct``, never a shaped reward). The one predicate of collapse and rescue,
+    shared with the Rust trainer (``mentor_integration::is_collapsed``)."""
+
 def math_equivalent(reference: str, candidate: str) -> bool:
     """Whether two answers (not completions) denote the same value (``\\frac{1}{2}`` and ``0.5``)."""
 
@@ -257,16 +262,24 @@ class CollapseReport(TypedDict):
     event_active: bool
 
 class CollapseMonitor:
-    """Zero-reward collapse over training steps, as the trainer's monitor sees it: an event
-    starts when the mean zero-reward fraction (ZRF) over the last ``window`` steps rises above
-    ``raise_above`` and clears when it falls below ``clear_below``."""
+    """Collapse over training steps, as the trainer's monitor sees it: a group is collapsed
+    when none of its attempts passed (binary correctness, whatever partial credit the rewards
+    give); an event starts when the mean collapsed-group fraction (ZRF) over the last
+    ``window`` steps rises above ``raise_above`` and clears when it falls below
+    ``clear_below``."""
 
     def __init__(self, *, window: int = 3, raise_above: float = 0.5, clear_below: float = 0.25) -> None: ...
-    def observe(self, rewards: Sequence[float], group_size: int) -> CollapseReport:
-        """Records one step: ``rewards`` of the unhinted completions, group after group
-        (``group_size`` per prompt, contiguous, as TRL orders them). ``collapsed`` lists the
-        groups whose rewards are all zero; ``zero_std_frac`` is TRL's ``frac_reward_zero_std``.
-        Raises ValueError when the rewards do not make whole groups or leave [0, 1]."""
+    def observe(
+        self, passed: Sequence[bool], group_size: int, *, rewards: Optional[Sequence[float]] = None
+    ) -> CollapseReport:
+        """Records one step: ``passed`` says whether each unhinted attempt passed, group after
+        group (``group_size`` per prompt, contiguous, as TRL orders them); ``collapsed`` lists
+        the groups where none passed. ``rewards`` (optional, finite, one per attempt; default
+        1.0 for a pass, 0.0 otherwise) feed ``mean_reward`` and ``zero_std_frac`` (TRL's
+        ``frac_reward_zero_std``). Raises ValueError when ``passed`` holds anything but bools
+        (a reward where a flag belongs: the pre-changelog ``observe(rewards, group_size)``
+        call), when the flags do not make whole groups, or when ``rewards`` differ in length
+        or are not finite."""
     @property
     def in_event(self) -> bool:
         """Whether a collapse event is in force."""

@@ -1,17 +1,22 @@
 """``MentorGRPOTrainer``: TRL's ``GRPOTrainer`` with the MENTOR step (DESIGN §2, steps 3-6).
 
 Built on TRL's ``rollout_func`` extension point, plus the smallest overrides TRL leaves no
-public hook for. Per training step, on each process:
+public hook for; every private TRL name goes through ``_trl_compat`` (the fence), which
+checks the TRL version before anything of trl is imported here. Per training step, on each
+process:
 
 1. the group is sampled through TRL's own generation path (``_generate_single_turn``:
    transformers ``generate``, or vLLM with ``use_vllm``) and scored with the trainer's own
    reward functions;
-2. the collapse monitor flags the groups whose rewards are all zero (and the collapse event);
+2. the collapse monitor flags the groups in which no completion is correct (the
+   ``Intervention.correctness`` function's verdict, whatever partial credit the shaped reward
+   gives) and the collapse event;
 3. for each collapsed group (within the budget) the mentor diagnoses the failed attempts with
    the verdicts a verdict-keeping reward function (``mentor_rl.trl.math_reward`` /
    ``code_reward``) kept, and writes a guarded hint;
 4. the hinted attempts are sampled on-policy, from the current weights, through the same
-   generation path, and scored; a group still all-fail escalates to the next level;
+   generation path, and scored; a group with no correct hinted attempt escalates to the next
+   level;
 5. the rows handed back to TRL follow the assembly and credit settings.
 
 Credit modes against the Rust trainer:
@@ -42,22 +47,24 @@ rollout (to find collapsed groups) and again by TRL for the final rows, so a rew
 runs twice on the unhinted rows it keeps.
 """
 
-import asyncio
 import copy
-import inspect
 import math
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import torch
-from torch import nn
-from accelerate.utils import gather_object
-from trl import GRPOTrainer
-from trl.data_utils import is_conversational
-from trl.trainer.utils import pad
+from . import _trl_compat as compat
 
-from ._native import CollapseMonitor
-from .trl import Intervention, completion_text
+# Before anything of trl (or torch) is imported: a TRL outside the tested range fails here.
+compat.check_versions(required=True)
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+from accelerate.utils import gather_object  # noqa: E402
+from trl import GRPOTrainer  # noqa: E402
+from trl.data_utils import is_conversational  # noqa: E402
+
+from ._native import CollapseMonitor, is_collapsed  # noqa: E402
+from .trl import Intervention, _resolve_correctness, completion_text  # noqa: E402
 
 __all__ = ["MentorGRPOTrainer"]
 
@@ -76,7 +83,7 @@ class _Open:
         self.rescued = False
 
 
-class MentorGRPOTrainer(GRPOTrainer):
+class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
     """``trl.GRPOTrainer`` plus the MENTOR step.
 
     Takes every argument ``GRPOTrainer`` takes (except ``rollout_func``, which it supplies),
@@ -88,6 +95,9 @@ class MentorGRPOTrainer(GRPOTrainer):
 
     With a mentor, one reward function must keep its verdicts (``last_verdicts``, as
     ``mentor_rl.trl.math_reward`` and ``code_reward`` do): the mentor reads their feedback.
+    Collapse and rescue are judged on correctness (``Intervention.correctness``; by default
+    ``math_reward`` / ``code_reward``): construction raises ValueError when no reward function
+    says what is correct.
     The dataset's columns make the mentor's task: ``answer`` (and ``solution``) for math;
     ``tests``, ``format``, ``entry_point``, ``code_prompt`` and ``reference_solution`` for code;
     ``question`` (default: the prompt's last user message) and ``id``.
@@ -109,12 +119,14 @@ class MentorGRPOTrainer(GRPOTrainer):
             raise ValueError("intervention: expected an Intervention, a dict of its fields, or None")
         if mentor is not None and not callable(getattr(mentor, "intervene", None)):
             raise ValueError("mentor: expected a Mentor, StaticHints, Refinement (anything with .intervene) or None")
+        funcs = kwargs.get("reward_funcs")
+        if funcs is not None:  # fail before TRL loads the model; checked again on TRL's list below
+            _resolve_correctness(intervention.correctness, funcs if isinstance(funcs, (list, tuple)) else [funcs])
         self.mentor = mentor
         self.intervention = intervention
         self._collapse = CollapseMonitor(
             window=intervention.window, raise_above=intervention.raise_above, clear_below=intervention.clear_below
         )
-        self._mentor_inputs: Optional[List[Dict[str, Any]]] = None
         self._mentor_plan: Optional[List[Dict[str, Any]]] = None
         self._mentor_last_rewards: Optional[torch.Tensor] = None
         # Rows of each hinted generate call on this process (padding included): the same list
@@ -127,6 +139,7 @@ class MentorGRPOTrainer(GRPOTrainer):
                     "reward_funcs: MentorGRPOTrainer scores attempts inside the rollout and supports reward "
                     "functions (callables), not reward models"
                 )
+        self._correctness = _resolve_correctness(intervention.correctness, self.reward_funcs)
         if mentor is not None and self._verdict_source() is None:
             raise ValueError(
                 "reward_funcs: the mentor reads verdicts; add mentor_rl.trl.math_reward or code_reward (or any "
@@ -138,14 +151,13 @@ class MentorGRPOTrainer(GRPOTrainer):
                 f"num_generations={self.num_generations}"
             )
 
-    # ---- TRL overrides -------------------------------------------------------------------
+    # ---- the hooks of the fence's two overrides of TRL ----------------------------------
 
-    def _generate_and_score_completions(self, inputs: List[Dict[str, Any]]) -> Dict[str, Any]:
-        self._mentor_inputs = inputs
+    def _mentor_generate_and_score(self, inputs: List[Dict[str, Any]], run) -> Dict[str, Any]:
         self._mentor_plan = None
         self._mentor_last_rewards = None
         try:
-            out = super()._generate_and_score_completions(inputs)
+            out = run()
             if self.model.training:
                 plan = self._mentor_plan
                 # The behaviour pass is a forward of the model: a collective under ZeRO-3/FSDP,
@@ -155,24 +167,22 @@ class MentorGRPOTrainer(GRPOTrainer):
                     self._apply_credit(out, plan or [], need_old)
                 if need_old:
                     (behaviour,) = self._sum([float(sum(1 for p in plan or [] if p["old_logps"] is not None))])
-                    self._metrics["train"]["mentor/behaviour_rows"].append(behaviour)
-                adv = out["advantages"].reshape(out["advantages"].size(0), -1)
+                    compat.metrics(self)["mentor/behaviour_rows"].append(behaviour)
+                advantages = out[compat.ADVANTAGES]
+                adv = advantages.reshape(advantages.size(0), -1)
                 (nonzero,) = self._sum([float((adv != 0).any(dim=1).sum().item())])
-                self._metrics["train"]["mentor/nonzero_advantage_rows"].append(nonzero)
+                compat.metrics(self)["mentor/nonzero_advantage_rows"].append(nonzero)
             return out
         finally:
-            self._mentor_inputs = None
             self._mentor_plan = None
 
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
-        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._mentor_last_rewards = rewards
-        return rewards
+    def _mentor_rewards_gathered(self, rewards_per_func: Any) -> None:
+        self._mentor_last_rewards = rewards_per_func
 
     # ---- the rollout ---------------------------------------------------------------------
 
     def _mentor_rollout(self, prompts: List[Any], trainer: Any) -> Dict[str, Any]:
-        inputs = self._mentor_inputs
+        inputs = compat.rollout_inputs(self)
         training = self.model.training
         g = self.num_generations if training else self.num_generations_eval
         prompt_ids, completion_ids, logprobs = self._sample(prompts, g)
@@ -182,9 +192,10 @@ class MentorGRPOTrainer(GRPOTrainer):
             raise ValueError(f"rollout: {len(prompts)} prompts do not make whole groups of {g}")
         t0 = time.perf_counter()
         texts = self._decode(completion_ids)
-        rewards, verdicts = self._score(inputs, prompts, texts, completion_ids)
+        rewards, verdicts, passed = self._score(inputs, prompts, texts, completion_ids)
         groups = len(prompts) // g
-        report = self._collapse.observe([min(max(r, 0.0), 1.0) for r in rewards], g)
+        # Collapse on correctness; the rewards (shaped) only feed the monitor's reward statistics.
+        report = self._collapse.observe(passed, g, rewards=[r if math.isfinite(r) else 0.0 for r in rewards])
 
         plan: List[Dict[str, Any]] = [{"baseline": None, "old_logps": None, "hinted": False} for _ in prompts]
         rows = {
@@ -247,7 +258,7 @@ class MentorGRPOTrainer(GRPOTrainer):
         local += [time.perf_counter() - t0, 1.0]
         total = self._sum(local)
         processes = total[-1]
-        metrics = self._metrics["train"]
+        metrics = compat.metrics(self)
         for k, v in zip(names, total):
             metrics[f"mentor/{k}"].append(v)
         hinted_rows, hinted_sum, zrf_sum, events, seconds = total[len(names) : len(names) + 5]
@@ -270,7 +281,7 @@ class MentorGRPOTrainer(GRPOTrainer):
         for o, hint in asked:
             hinted_prompt = self._hinted_prompt(prompts[o.group * g], hint["text"])
             prefix = hint.get("solution_prefix") if cfg.credit == "prefix" else None
-            prefix_ids = self._tokenizer(prefix, add_special_tokens=False)["input_ids"] if prefix else []
+            prefix_ids = compat.tokenizer(self)(prefix, add_special_tokens=False)["input_ids"] if prefix else []
             for _ in range(g):
                 gen_prompts.append(hinted_prompt)
                 forced.append(list(prefix_ids))
@@ -280,8 +291,7 @@ class MentorGRPOTrainer(GRPOTrainer):
         gen_ids = self._prompt_ids(gen_prompts)
         gen_ids = [p + f for p, f in zip(gen_ids, forced)]
         self._mentor_hinted_calls.append(len(gen_ids))
-        sampled, logprobs = self._generate_single_turn(gen_ids, None, {}, g)
-        sampled = [list(map(int, c)) for c in sampled]
+        sampled, logprobs = compat.generate(self, gen_ids, g)
         behaviour = None
         if cfg.credit == "stripped_is":  # a forward pass without vLLM: on the padded rows too
             behaviour = (
@@ -297,7 +307,7 @@ class MentorGRPOTrainer(GRPOTrainer):
         row_inputs = [inputs[o.group * g] for o, _ in asked for _ in range(g)]
         row_prompts = [prompts[o.group * g] for o, _ in asked for _ in range(g)]
         texts = self._decode(completions)
-        rewards, _ = self._score(row_inputs, row_prompts, texts, completions)
+        rewards, _, passed = self._score(row_inputs, row_prompts, texts, completions)
         orig_ids = self._prompt_ids(row_prompts)
         for j, (o, _) in enumerate(asked):
             sl = slice(j * g, (j + 1) * g)
@@ -321,7 +331,8 @@ class MentorGRPOTrainer(GRPOTrainer):
                 "rewards": rewards[sl],
                 "behaviour": behaviour[sl] if behaviour is not None else None,
             }
-            o.rescued = any(r > 0 for r in rewards[sl])
+            # Rescued: a hinted attempt is correct (the hinted group is not collapsed).
+            o.rescued = not is_collapsed(passed[sl])
 
     def _assemble(self, o: _Open, rows: Dict[str, Any], plan: List[Dict[str, Any]], rewards: List[float], g: int) -> List[float]:
         """Puts a hinted group into the batch; returns the hinted rows' rewards."""
@@ -353,36 +364,32 @@ class MentorGRPOTrainer(GRPOTrainer):
         """``prefix``: advantage ``r - baseline``; ``stripped_is``: the hinted context's
         log-probs as the behaviour log-probs (``need_old``: some process has such rows, so
         every process makes sure ``old_per_token_logps`` exists)."""
-        advantages = out["advantages"]
+        advantages = out[compat.ADVANTAGES]
         if any(p["baseline"] is not None for p in plan):
             if self._mentor_last_rewards is None:
                 raise RuntimeError("MentorGRPOTrainer: TRL did not score the batch through _calculate_rewards")
             rpf = self._mentor_last_rewards
             weights = self.reward_weights.to(rpf.device).unsqueeze(0)
             total = (rpf * weights).nansum(dim=1)
-            n = len(plan)
-            lo = self.accelerator.process_index * n
-            total = total[lo : lo + n].to(advantages.device)
+            total = compat.local_rows(self, total, len(plan)).to(advantages.device)
             for i, p in enumerate(plan):
                 if p["baseline"] is not None:
                     advantages[i] = total[i] - p["baseline"]
         if need_old:
-            old = out.get("old_per_token_logps")
-            completion_ids = out["completion_ids"]
+            old = out.get(compat.OLD_PER_TOKEN_LOGPS)
+            completion_ids = out[compat.COMPLETION_IDS]
             if old is None:
-                input_ids = torch.cat([out["prompt_ids"], completion_ids], dim=1)
-                mask = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
+                input_ids = torch.cat([out[compat.PROMPT_IDS], completion_ids], dim=1)
+                mask = torch.cat([out[compat.PROMPT_MASK], out[compat.COMPLETION_MASK]], dim=1)
                 with torch.no_grad():
-                    old, _, _ = self._get_per_token_logps_and_entropies(
-                        self.model, input_ids, mask, completion_ids.size(1), batch_size=self.args.per_device_train_batch_size
-                    )
+                    old = compat.per_token_logps(self, input_ids, mask, completion_ids.size(1))
             old = old.clone()
             for i, p in enumerate(plan):
                 lp = p["old_logps"]
                 if lp is not None:
                     n = min(len(lp), old.size(1))
                     old[i, :n] = torch.tensor(lp[:n], dtype=old.dtype, device=old.device)
-            out["old_per_token_logps"] = old
+            out[compat.OLD_PER_TOKEN_LOGPS] = old
 
     # ---- across processes (each a collective: every process calls it, in the same order) --
 
@@ -404,45 +411,50 @@ class MentorGRPOTrainer(GRPOTrainer):
 
     def _sample(self, prompts: List[Any], g: int) -> Tuple[List[List[int]], List[List[int]], Optional[List[List[float]]]]:
         prompt_ids = self._prompt_ids(prompts)
-        completion_ids, logprobs = self._generate_single_turn(prompt_ids, None, {}, g)
-        completion_ids = [list(map(int, c)) for c in completion_ids]
-        return prompt_ids, completion_ids, (None if logprobs is None else [list(lp) for lp in logprobs])
+        completion_ids, logprobs = compat.generate(self, prompt_ids, g)
+        return prompt_ids, completion_ids, logprobs
 
     def _prompt_ids(self, prompts: List[Any]) -> List[List[int]]:
-        prompt_ids, _, _ = self._tokenize_prompts(prompts)
-        return [list(map(int, p)) for p in prompt_ids]
+        return compat.tokenize_prompts(self, prompts)
 
     def _decode(self, completion_ids: Sequence[Sequence[int]]) -> List[str]:
         return self.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
 
-    def _score(self, inputs, prompts, texts: List[str], completion_ids) -> Tuple[List[float], Optional[List[Any]]]:
-        """The weighted reward of each row (NaN counts as 0) and the verdicts of the first
-        verdict-keeping reward function, for these rows only (no gather across processes)."""
+    def _score(self, inputs, prompts, texts: List[str], completion_ids) -> Tuple[List[float], Optional[List[Any]], List[bool]]:
+        """The weighted reward of each row (NaN counts as 0), the verdicts of the first
+        verdict-keeping reward function, and whether each row is correct (the
+        ``Intervention.correctness`` function), for these rows only (no gather across
+        processes)."""
         conversational = is_conversational({"prompt": prompts[0]})
         completions = [[{"role": "assistant", "content": t}] for t in texts] if conversational else list(texts)
-        keys = [k for k in inputs[0] if k not in ("prompt", "completion", "completion_ids")]
-        kwargs: Dict[str, Any] = {k: [x[k] for x in inputs] for k in keys}
-        kwargs["trainer_state"] = self.state
-        kwargs["log_extra"] = lambda *a, **k: None  # the completions table logs TRL's final rows only
-        kwargs["log_metric"] = lambda *a, **k: None
+        kwargs = compat.reward_kwargs(self, inputs)
         weights = self.reward_weights.tolist()
         total = [0.0] * len(texts)
         verdicts = None
+        passed: Optional[List[bool]] = None
         source = self._verdict_source()
-        for func, w in zip(self.reward_funcs, weights):
-            if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):
-                coro = func(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
-                values = asyncio.run_coroutine_threadsafe(coro, self.async_loop).result()
-            else:
-                values = func(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+        correctness = self._correctness
+
+        def call(func: Any) -> List[Any]:
+            values = compat.call_reward_function(
+                self, func, prompts=prompts, completions=completions, completion_ids=completion_ids, kwargs=kwargs
+            )
             if len(values) != len(texts):
                 raise ValueError(f"reward function {getattr(func, '__name__', func)!r}: {len(values)} rewards for {len(texts)} completions")
+            return list(values)
+
+        for index, (func, w) in enumerate(zip(self.reward_funcs, weights)):
+            values = call(func)
             for i, v in enumerate(values):
                 if v is not None and not math.isnan(float(v)):
                     total[i] += w * float(v)
             if func is source:
                 verdicts = list(func.last_verdicts)
-        return total, verdicts
+            if index == correctness.index:
+                passed = correctness.flags(values)
+        if passed is None:  # a correctness callable of its own
+            passed = correctness.flags(call(correctness.func))
+        return total, verdicts, passed
 
     def _verdict_source(self) -> Any:
         for func in self.reward_funcs:
@@ -453,19 +465,14 @@ class MentorGRPOTrainer(GRPOTrainer):
     def _logps(self, prompt_ids: List[List[int]], completion_ids: List[List[int]]) -> List[List[float]]:
         """Per-token log-probs of ``completion_ids`` after ``prompt_ids`` under the current weights."""
         device = self.accelerator.device
-        pad_id = self._tokenizer.pad_token_id
+        pad_id = compat.tokenizer(self).pad_token_id
+        pad = compat.pad
         p = pad([torch.tensor(x) for x in prompt_ids], padding_value=pad_id, padding_side="left").to(device)
         pm = pad([torch.ones(len(x), dtype=torch.long) for x in prompt_ids], padding_value=0, padding_side="left").to(device)
         c = pad([torch.tensor(x if x else [pad_id]) for x in completion_ids], padding_value=pad_id, padding_side="right").to(device)
         cm = pad([torch.ones(max(len(x), 1), dtype=torch.long) for x in completion_ids], padding_value=0, padding_side="right").to(device)
         with torch.no_grad():
-            logps, _, _ = self._get_per_token_logps_and_entropies(
-                self.model,
-                torch.cat([p, c], dim=1),
-                torch.cat([pm, cm], dim=1),
-                c.size(1),
-                batch_size=self.args.per_device_train_batch_size,
-            )
+            logps = compat.per_token_logps(self, torch.cat([p, c], dim=1), torch.cat([pm, cm], dim=1), c.size(1))
         return [logps[i, : len(x)].tolist() for i, x in enumerate(completion_ids)]
 
     def _hinted_prompt(self, prompt: Any, hint_text: str) -> Any:

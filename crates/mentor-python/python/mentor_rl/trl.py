@@ -1,6 +1,9 @@
 """MENTOR in TRL: reward functions with TRL's signature and :class:`MentorGRPOTrainer`.
 
-Supported: trl 1.16 (tested with trl 1.16.0, transformers 5.24, torch 2.15 on CPU).
+Supported: trl>=1.15,<1.17 with transformers>=4.56.2,<6 (``pip install "mentor-rl[trl]"``;
+tested with trl 1.16.0, transformers 5.24, torch 2.15 on CPU). Importing this module with a trl
+outside that range installed raises ImportError naming the installed and the supported
+versions; every private TRL name the trainer uses is in ``mentor_rl/_trl_compat.py``.
 
 Reward functions (no torch needed to import or call them)::
 
@@ -24,10 +27,16 @@ feedback), which is what the mentor reads. Build your own instances (``MathRewar
 between TRL's generation and its loss; :class:`Intervention` holds its settings.
 """
 
+import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ._native import CodeSandbox, Verdict, verify_math
+from . import _trl_compat
+
+# Before anything else: a TRL outside the tested range fails here, not inside a training step.
+_trl_compat.check_versions(required=False)
+
+from ._native import CodeSandbox, Verdict, verify_math  # noqa: E402
 
 __all__ = [
     "CodeReward",
@@ -187,7 +196,18 @@ class Intervention:
       ``"stripped_is"`` (original prompt; the hinted sampling log-probs as the behaviour log-probs
       of TRL's clipped ratio) or ``"stripped"`` (original prompt, no ratio);
     - ``hint_template``: appended to the last user message (``{hint}`` is the hint's text);
-    - ``window``, ``raise_above``, ``clear_below``: the collapse monitor.
+    - ``window``, ``raise_above``, ``clear_below``: the collapse monitor;
+    - ``correctness``: what says a completion is *correct*, which alone decides that a group
+      collapsed (no completion correct) and that a hinted group was rescued (one correct),
+      while the advantages keep the trainer's weighted, shaped reward. The ``__name__`` of one
+      of the trainer's reward functions, or a callable with a reward function's signature
+      returning one value per completion. A value counts as correct when it is ``True`` or at
+      least 1 (so a 0/1 accuracy reward works as is; partial credit below 1, ``None`` and NaN
+      do not); a function with ``last_verdicts`` (``math_reward``, ``code_reward``) is read
+      through its verdicts' ``correct``. Default (``None``): the first
+      :class:`MathReward` / :class:`CodeReward` among the reward functions, else the first
+      that keeps verdicts (a ``last_verdicts`` list, as a wrapper of them may); the trainer
+      raises ValueError at construction when there is none and nothing is named.
     """
 
     trigger: str = "per_group"
@@ -202,6 +222,7 @@ class Intervention:
     window: int = 3
     raise_above: float = 0.5
     clear_below: float = 0.25
+    correctness: Union[None, str, Callable[..., Sequence[Any]]] = None
 
     def __post_init__(self) -> None:
         if self.trigger not in _TRIGGERS:
@@ -218,6 +239,11 @@ class Intervention:
             raise ValueError("max_groups and keep_unhinted: expected >= 0")
         if "{hint}" not in self.hint_template:
             raise ValueError("hint_template: must contain {hint}")
+        c = self.correctness
+        if not (c is None or (isinstance(c, str) and c) or (callable(c) and not isinstance(c, str))):
+            raise ValueError(
+                f"correctness: expected the name of a reward function, a callable or None, got {type(c).__name__}"
+            )
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "Intervention":
@@ -226,6 +252,73 @@ class Intervention:
         if unknown:
             raise ValueError(f"intervention: unknown settings {unknown}")
         return cls(**data)
+
+
+def _is_correct(value: Any) -> bool:
+    """A correctness value read as a pass: True, or a number of at least 1."""
+    if value is None:
+        return False
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return False
+    return not math.isnan(x) and x >= 1.0
+
+
+def _func_name(func: Any) -> str:
+    return str(getattr(func, "__name__", None) or type(func).__name__)
+
+
+class _Correctness:
+    """Which function says "correct", resolved against the trainer's reward functions:
+    ``index`` is its place among them (its values come from the scoring pass), or None for a
+    callable of its own, run after them."""
+
+    def __init__(self, func: Any, index: Optional[int]) -> None:
+        self.func = func
+        self.index = index
+        self.name = _func_name(func)
+
+    def flags(self, values: Sequence[Any]) -> List[bool]:
+        """Whether each completion is correct, from ``values`` (what the function returned
+        for them), or from its verdicts when it keeps them (``last_verdicts``)."""
+        verdicts = getattr(self.func, "last_verdicts", None)
+        if isinstance(verdicts, list) and len(verdicts) == len(values) and all(hasattr(v, "correct") for v in verdicts):
+            return [bool(v.correct) for v in verdicts]
+        return [_is_correct(v) for v in values]
+
+    def __repr__(self) -> str:
+        return f"_Correctness({self.name!r}, index={self.index})"
+
+
+def _resolve_correctness(spec: Any, reward_funcs: Sequence[Any]) -> _Correctness:
+    """``Intervention.correctness`` against the trainer's ``reward_funcs`` (see there);
+    ValueError when it names no reward function, or when it is None and no reward function
+    keeps verdicts (neither :class:`MathReward` nor :class:`CodeReward` nor another with a
+    ``last_verdicts`` list)."""
+    names = [_func_name(f) for f in reward_funcs]
+    if spec is None:
+        for i, func in enumerate(reward_funcs):
+            if isinstance(func, (MathReward, CodeReward)):
+                return _Correctness(func, i)
+        for i, func in enumerate(reward_funcs):  # a wrapper that keeps verdicts (as the mentor reads them)
+            if isinstance(getattr(func, "last_verdicts", None), list):
+                return _Correctness(func, i)
+        raise ValueError(
+            "intervention.correctness: collapse and rescue are judged on correctness, and no reward function says "
+            f"what is correct: reward_funcs are {names}, with neither mentor_rl.trl.math_reward nor code_reward. "
+            "Name the one that does (Intervention(correctness=\"<its __name__>\"): True or a value >= 1 is "
+            "correct) or pass a callable with a reward function's signature returning one bool per completion"
+        )
+    if isinstance(spec, str):
+        if spec not in names:
+            raise ValueError(f"intervention.correctness: no reward function is named {spec!r}; reward_funcs are {names}")
+        i = names.index(spec)
+        return _Correctness(reward_funcs[i], i)
+    for i, func in enumerate(reward_funcs):
+        if func is spec:
+            return _Correctness(func, i)
+    return _Correctness(spec, None)
 
 
 def __getattr__(name: str) -> Any:
