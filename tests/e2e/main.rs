@@ -5,6 +5,7 @@ mod cli_rescue;
 mod cli_serve;
 mod cli_tasks;
 mod cli_train;
+mod cli_train_limits;
 mod cli_train_real;
 mod cli_verify;
 mod cli_verify_code;

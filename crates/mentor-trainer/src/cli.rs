@@ -84,6 +84,11 @@ pub struct TrainArgs {
     /// Print the run summary as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Start even when the run's memory estimate (printed at the start) exceeds the memory
+    /// this machine has available; without it such a run is refused before anything is
+    /// written.
+    #[arg(long)]
+    pub allow_over_memory: bool,
 }
 
 /// Arguments of `mentor eval`.

@@ -730,6 +730,11 @@ impl TrainConfig {
             file: label.into(),
             message: e.to_string().trim_end().to_string(),
         })?;
+        let mut leaves = Vec::new();
+        flatten("", &toml::Value::Table(doc.clone()), &mut leaves);
+        if leaves.is_empty() {
+            return Err(Error::Config { file: label.into(), message: empty_config_message() });
+        }
         if !ALIASES.iter().any(|(alias, _)| get_path(&doc, alias).is_some()) {
             // The file alone first, so that its mistakes are reported with line and column
             // (a file using TRL's names is checked after they are resolved, without).
@@ -771,8 +776,13 @@ impl TrainConfig {
         if self.run.steps > 0 || self.data.kind != DataKind::Curriculum {
             self.run.steps
         } else {
-            self.curriculum.schedule.iter().map(|p| p.steps).sum()
+            self.schedule_steps().unwrap_or(usize::MAX)
         }
+    }
+
+    /// The curriculum schedule's total steps (`None`: they add up past `usize::MAX`).
+    fn schedule_steps(&self) -> Option<usize> {
+        self.curriculum.schedule.iter().try_fold(0usize, |a, p| a.checked_add(p.steps))
     }
 
     /// The curriculum levels to evaluate.
@@ -816,6 +826,7 @@ impl TrainConfig {
         if self.sampling.max_new_tokens == 0 {
             return err("sampling.max_new_tokens", "must be > 0".into());
         }
+        self.check_sizes()?;
         if self.data.kind == DataKind::Curriculum {
             if self.curriculum.schedule.is_empty() {
                 return err("curriculum.schedule", "needs at least one phase".into());
@@ -971,6 +982,73 @@ impl TrainConfig {
         Ok(())
     }
 
+    /// Sizes that must not overflow or allocate without bound before the run's checks: the
+    /// schedule's total, steps × prompts, rows per step, optimizer steps, and the counts held
+    /// up front ([`MAX_HELD_TASKS`], [`MAX_SAMPLES`], [`MAX_TINY_DIM`]). Lengths are checked
+    /// against the model when it is loaded, memory against the machine
+    /// (`train::start`).
+    fn check_sizes(&self) -> std::result::Result<(), String> {
+        let err = |field: &str, msg: String| Err(format!("`{field}`: {msg}"));
+        if self.data.kind == DataKind::Curriculum && self.run.steps == 0 && self.schedule_steps().is_none() {
+            return err("curriculum.schedule", "its phases' steps add up past the largest integer".into());
+        }
+        let steps = self.total_steps();
+        let (prompts, group) = (self.sampling.prompts_per_step, self.sampling.group_size);
+        let steps_field = if self.run.steps > 0 || self.data.kind != DataKind::Curriculum {
+            "run.steps"
+        } else {
+            "curriculum.schedule"
+        };
+        if steps.checked_mul(prompts).is_none() {
+            return Err(format!(
+                "`sampling.prompts_per_step` = {prompts} over `{steps_field}` = {steps} steps: \
+                 their product overflows the task index"
+            ));
+        }
+        if prompts.checked_mul(group).is_none() {
+            return err(
+                "sampling.group_size",
+                format!("{prompts} prompts x {group} completions per step overflows the row count"),
+            );
+        }
+        if steps.checked_mul(self.grpo.num_iterations.max(1)).is_none() {
+            return Err(format!(
+                "`grpo.num_iterations` = {} over `{steps_field}` = {steps} steps: their product \
+                 overflows the optimizer's step count",
+                self.grpo.num_iterations
+            ));
+        }
+        let capped = [
+            ("eval.problems", self.eval.problems, MAX_HELD_TASKS),
+            ("curriculum.pool", self.curriculum.pool, MAX_HELD_TASKS),
+            ("eval.k", self.eval.k, MAX_SAMPLES),
+            ("eval.samples", self.eval.samples, MAX_SAMPLES),
+            ("pretrain.batch", self.pretrain.batch, MAX_SAMPLES),
+        ];
+        for (field, value, max) in capped {
+            if value > max {
+                return err(
+                    field,
+                    format!("{value} (at most {max}: they are generated and held in memory at once)"),
+                );
+            }
+        }
+        if self.model.source == ModelChoice::Tiny {
+            let m = &self.model;
+            for (field, value) in [
+                ("model.layers", m.layers),
+                ("model.hidden", m.hidden),
+                ("model.heads", m.heads),
+                ("model.intermediate", m.intermediate),
+            ] {
+                if !(1..=MAX_TINY_DIM).contains(&value) {
+                    return err(field, format!("{value} (allowed: 1..={MAX_TINY_DIM} for the tiny model)"));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The run directory.
     pub fn output_dir(&self) -> &Path {
         &self.run.output_dir
@@ -1003,6 +1081,29 @@ impl TrainConfig {
         keys
     }
 }
+
+/// Why an empty configuration is refused, naming the presets.
+fn empty_config_message() -> String {
+    let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+    format!(
+        "sets nothing (an empty file, or only comments and empty tables): it would start a run \
+         with every default into `runs/run`\nhint: start from a preset ({}), e.g. `--config {}`, \
+         or copy one of configs/*.toml and edit it",
+        names.join(", "),
+        names[0]
+    )
+}
+
+/// Most tasks a setting may ask to generate and hold up front (`eval.problems`,
+/// `curriculum.pool`): a million problems per level is far beyond any evaluation, and larger
+/// counts only exhaust memory before the run's memory check can refuse them.
+pub const MAX_HELD_TASKS: usize = 1_000_000;
+/// Most completions per evaluation problem (`eval.k`, `eval.samples`) and examples per
+/// pretraining step (`pretrain.batch`).
+pub const MAX_SAMPLES: usize = 1 << 16;
+/// Largest tiny-model dimension (`model.layers`, `model.hidden`, `model.heads`,
+/// `model.intermediate`).
+pub const MAX_TINY_DIM: usize = 1 << 16;
 
 /// Keys that may differ between a run and its `--resume`: how long it runs, how often it
 /// checkpoints, whether it shows progress, and where its directory is spelled from.
@@ -1264,6 +1365,144 @@ mod tests {
         assert!(e.contains("`pretrain.learning_rate`") && e.contains("-1"), "{e}");
         let e = TrainConfig::load("demo", &["pretrain.learning_rate=nan".into()]).unwrap_err().to_string();
         assert!(e.contains("`pretrain.learning_rate`"), "{e}");
+    }
+
+    /// The error of `demo` with `sets`, as text.
+    fn refused(sets: &[&str]) -> String {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        TrainConfig::load("demo", &sets).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn nan_negative_and_infinite_rates_are_named() {
+        for (set, field) in [
+            ("grpo.learning_rate=nan", "learning_rate"),
+            ("grpo.learning_rate=-1e-4", "learning_rate"),
+            ("grpo.learning_rate=inf", "learning_rate"),
+            ("pretrain.learning_rate=-inf", "`pretrain.learning_rate`"),
+            ("pretrain.hinted_fraction=nan", "`pretrain.hinted_fraction`"),
+            ("grpo.beta=-0.1", "beta"),
+            ("grpo.weight_decay=nan", "weight_decay"),
+            ("sampling.temperature=inf", "`sampling.temperature`"),
+            ("sampling.temperature=nan", "`sampling.temperature`"),
+            ("sampling.temperature=-1", "`sampling.temperature`"),
+            ("sampling.top_p=nan", "`sampling.top_p`"),
+            ("mentor.temperature=inf", "`mentor.temperature`"),
+            ("mentor.max_code_overlap=nan", "`mentor.max_code_overlap`"),
+        ] {
+            let e = refused(&[set]);
+            assert!(e.contains(field), "{set}: {e}");
+        }
+    }
+
+    #[test]
+    fn zero_sizes_are_named() {
+        for field in [
+            "sampling.prompts_per_step",
+            "sampling.group_size",
+            "sampling.max_new_tokens",
+            "pretrain.batch",
+            "mentor.concurrency",
+            "mentor.max_tokens",
+            "strategy.intervention.hinted_samples",
+            "grpo.gradient_accumulation_steps",
+            "grpo.num_iterations",
+            "model.layers",
+            "model.hidden",
+            "rescue.batch_rows",
+        ] {
+            let e = refused(&[&format!("{field}=0")]);
+            let short = field.rsplit('.').next().unwrap();
+            assert!(e.contains(short), "{field}: {e}");
+        }
+        let e = refused(&["run.steps=0", "curriculum.schedule=[]"]);
+        assert!(e.contains("run.steps"), "{e}");
+    }
+
+    #[test]
+    fn wrong_types_and_broken_toml_name_file_line_and_key() {
+        let e = TrainConfig::parse("x.toml", "[sampling]\ngroup_size = \"eight\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("x.toml") && e.contains("line 2") && e.contains("group_size"), "{e}");
+        let e = TrainConfig::parse("x.toml", "[run]\nseed = -1\n", &[]).unwrap_err().to_string();
+        assert!(e.contains("x.toml") && e.contains("line 2") && e.contains("seed"), "{e}");
+        let e = TrainConfig::parse("x.toml", "[run]\nprogress = \"yes\"\n", &[]).unwrap_err().to_string();
+        assert!(e.contains("x.toml") && e.contains("progress"), "{e}");
+        let e = refused(&["sampling.group_size=eight"]);
+        assert!(e.contains("--set") && e.contains("eight"), "{e}");
+        let e = refused(&["run=3"]);
+        assert!(e.contains("--set") && e.contains("run"), "{e}");
+        for broken in ["[run", "[run]\nseed = ", "[run]\nname = \"unterminated\n", "= 3\n"] {
+            let e = TrainConfig::parse("x.toml", broken, &[]).unwrap_err().to_string();
+            assert!(e.contains("x.toml") && e.contains("line"), "{broken:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("latin1.toml");
+        std::fs::write(&path, b"[run]\nname = \"caf\xe9\"\n").unwrap();
+        let e = TrainConfig::load(path.to_str().unwrap(), &[]).unwrap_err().to_string();
+        assert!(e.contains("latin1.toml") && e.contains("UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_config_is_refused_naming_the_presets() {
+        for text in ["", "\n\n", "# only a comment\n", "[run]\n[sampling]\n"] {
+            let e = TrainConfig::parse("empty.toml", text, &[]).unwrap_err().to_string();
+            assert!(e.contains("empty.toml") && e.contains("sets nothing"), "{text:?}: {e}");
+            for (name, _) in PRESETS {
+                assert!(e.contains(name), "{name} missing from: {e}");
+            }
+        }
+        // Overrides do not make an empty file a configuration.
+        assert!(TrainConfig::parse("empty.toml", "", &["run.steps=3".into()]).is_err());
+        // One setting is enough.
+        assert!(TrainConfig::parse("one.toml", "[run]\nsteps = 3\n", &[]).is_ok());
+    }
+
+    #[test]
+    fn huge_values_are_refused_or_harmless_never_a_panic() {
+        // Every integer leaf of every preset, set to the largest TOML integer: loading either
+        // refuses it by name or accepts it (lengths and memory are checked against the model
+        // and the machine when the run starts: `train::preflight`).
+        for (preset, _) in PRESETS {
+            let cfg = TrainConfig::load(preset, &[]).unwrap();
+            let mut leaves = Vec::new();
+            flatten("", &toml::Value::try_from(&cfg).unwrap(), &mut leaves);
+            for (key, value) in leaves {
+                if !matches!(value, toml::Value::Integer(_)) || alias_of(&key).is_some() {
+                    continue;
+                }
+                let set = format!("{key}={}", i64::MAX);
+                let result =
+                    std::panic::catch_unwind(|| TrainConfig::load(preset, std::slice::from_ref(&set)));
+                let result = result.unwrap_or_else(|_| panic!("{preset} --set {set} panicked"));
+                if let Ok(cfg) = result {
+                    let _ = cfg.total_steps();
+                    let _ = cfg.grpo_config();
+                }
+            }
+        }
+        for (set, field) in [
+            ("eval.problems=9223372036854775807", "`eval.problems`"),
+            ("curriculum.pool=9223372036854775807", "`curriculum.pool`"),
+            ("eval.k=9223372036854775807", "`eval.k`"),
+            ("pretrain.batch=9223372036854775807", "`pretrain.batch`"),
+            ("model.hidden=9223372036854775807", "`model.hidden`"),
+            ("sampling.prompts_per_step=9223372036854775807", "`sampling.prompts_per_step`"),
+            ("sampling.group_size=9223372036854775807", "`sampling.group_size`"),
+            ("grpo.num_iterations=9223372036854775807", "`grpo.num_iterations`"),
+        ] {
+            let e = refused(&[set]);
+            assert!(e.contains(field) && e.contains("9223372036854775807"), "{set}: {e}");
+        }
+        let e = refused(&[
+            "curriculum.schedule=[{level = 2, steps = 9223372036854775807}, {level = 3, steps = 9223372036854775807}]",
+        ]);
+        assert!(e.contains("curriculum.schedule"), "{e}");
     }
 
     #[test]

@@ -14,6 +14,32 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A length in the configuration does not fit the model (checked before anything is
+    /// written).
+    #[error("`{field}` = {value} exceeds the limit of {limit}: {detail}")]
+    Limit {
+        /// The dotted config key.
+        field: String,
+        /// Its value.
+        value: String,
+        /// The limit it exceeds.
+        limit: String,
+        /// Why, and what fits.
+        detail: String,
+    },
+    /// The run's estimated peak memory exceeds the machine's available memory (checked before
+    /// anything is written).
+    #[error(
+        "memory estimate {estimate} exceeds the {available} available\nhint: lower \
+         sampling.prompts_per_step, sampling.group_size or sampling.max_new_tokens, or raise \
+         grpo.gradient_accumulation_steps; pass --allow-over-memory to start anyway"
+    )]
+    Memory {
+        /// The estimate, with its parts.
+        estimate: String,
+        /// What the machine has available.
+        available: String,
+    },
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {

@@ -3,7 +3,8 @@
 //!
 //! This crate orchestrates; it owns no algorithm. The library half is the run machinery —
 //! [`config`] (TOML + presets), [`curriculum`] (the embedded task family), [`pretrain`],
-//! [`train`] (the loop), [`eval`], [`checkpoint`], [`report`] and [`rescue`] (the paired
+//! [`train`] (the loop), [`memory`] (the peak-memory estimate a run checks before it starts),
+//! [`eval`], [`checkpoint`], [`report`] and [`rescue`] (the paired
 //! measurement of how often each mentor rescues a collapsed group) — and every
 //! subcommand is a private module under `commands` over it; the clap definitions live in `cli`.
 //! Data goes to stdout, logs and progress to stderr, and errors end with a `hint:` line
@@ -19,6 +20,7 @@ pub mod error;
 pub mod eval;
 pub mod jsonl;
 pub mod local_mentor;
+pub mod memory;
 pub mod policy;
 pub mod pretrain;
 pub mod random_prefix;

@@ -136,21 +136,28 @@ fn batch_loss(policy: &Policy, batch: Vec<Example>) -> Result<candle_core::Tenso
     Ok(sft::nll_sum(&out.logprobs, &mask)?)
 }
 
+/// Where pretraining's examples come from: its settings, the curriculum's problems, the hint
+/// texts and their format.
+#[derive(Clone, Copy)]
+pub struct Corpus<'a> {
+    /// `[pretrain]`.
+    pub cfg: &'a PretrainSection,
+    /// The curriculum the problems are drawn from.
+    pub curriculum: &'a CurriculumSection,
+    /// The hint and static-hint texts.
+    pub prompts: &'a mentor_agents::Prompts,
+    /// How a hint is placed in a prompt.
+    pub format: &'a HintFormat,
+}
+
 /// Progress callback: `(step, steps, loss)`.
 pub type OnStep<'a> = &'a mut dyn FnMut(usize, usize, f64);
 
 /// Trains `policy` on `cfg.steps` batches drawn from `seed`. Returns the mean loss of the
 /// last 20 steps.
-pub fn pretrain(
-    policy: &Policy,
-    cfg: &PretrainSection,
-    curriculum: &CurriculumSection,
-    prompts: &mentor_agents::Prompts,
-    format: &HintFormat,
-    seed: u64,
-    on_step: OnStep<'_>,
-) -> Result<f64> {
-    let texts = Texts::new(prompts);
+pub fn pretrain(policy: &Policy, corpus: &Corpus<'_>, seed: u64, on_step: OnStep<'_>) -> Result<f64> {
+    let Corpus { cfg, curriculum, format, .. } = *corpus;
+    let texts = Texts::new(corpus.prompts);
     let vars: Vec<_> = policy.vars().into_iter().map(|(_, v)| v).collect();
     let opt_cfg = OptimizerConfig {
         learning_rate: cfg.learning_rate,
@@ -160,8 +167,7 @@ pub fn pretrain(
         ..OptimizerConfig::default()
     };
     let mut opt = Optimizer::new(vars, &opt_cfg, cfg.steps)?;
-    let shards =
-        if cfg.shards > 0 { cfg.shards } else { std::thread::available_parallelism().map_or(1, |n| n.get()) };
+    let shards = shards(cfg);
     let mut recent = std::collections::VecDeque::new();
     for step in 0..cfg.steps {
         let mut rng = StdRng::seed_from_u64(mix(&[seed, 0x9e7, step as u64]));
@@ -181,6 +187,30 @@ pub fn pretrain(
         on_step(step + 1, cfg.steps, l);
     }
     Ok(recent.iter().sum::<f64>() / recent.len().max(1) as f64)
+}
+
+/// The longest of `n` pretraining examples drawn as [`pretrain`] draws them (its first
+/// step's stream), in tokens (prompt and target): the sequence length the memory estimate
+/// counts for pretraining.
+pub fn longest_example(policy: &Policy, corpus: &Corpus<'_>, seed: u64, n: usize) -> Result<usize> {
+    let Corpus { cfg, curriculum, format, .. } = *corpus;
+    let texts = Texts::new(corpus.prompts);
+    let mut rng = StdRng::seed_from_u64(mix(&[seed, 0x9e7, 0]));
+    let mut longest = 0;
+    for _ in 0..n {
+        let e = example(policy, cfg, curriculum, &texts, format, &mut rng)?;
+        longest = longest.max(e.prompt.len().saturating_add(e.target.len()));
+    }
+    Ok(longest)
+}
+
+/// Examples per step computed in parallel (`pretrain.shards`, 0: one per core).
+pub fn shards(cfg: &PretrainSection) -> usize {
+    if cfg.shards > 0 {
+        cfg.shards
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
 }
 
 /// What a probe row gives the model after the hint marker.

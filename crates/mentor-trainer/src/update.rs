@@ -54,8 +54,19 @@ pub fn grpo_step(
     // are those of the distribution actually sampled from: with top-p / top-k the truncated,
     // renormalised softmax, while the policy's are of the full tempered softmax, so such a
     // ratio is the true pi / mu (at most 1 for the same prompt before any update).
+    //
+    // The pass runs over the update's micro-batches, not the whole batch at once: the no-grad
+    // kernels detach norms, RoPE and softmax but the projections still record their inputs
+    // (the weights are variables), so one pass over every row held the whole batch's
+    // activations — 20 GB on the MBPP preset (32 rows of up to 443 + 256 tokens) against
+    // 10 GB for a training micro-batch, the peak the memory estimate models.
     let old_logps = if rows.iter().any(|r| r.behaviour_logprobs.is_some()) {
-        let current = widen(policy.logprobs(&prompts, &completions, &no_grad)?.logprobs)?.to_vec2::<f32>()?;
+        let mut current: Vec<Vec<f32>> = Vec::with_capacity(b);
+        for chunk in mentor_grpo::micro_batches(b, updater.config().gradient_accumulation_steps) {
+            let p: Vec<Vec<u32>> = chunk.iter().map(|&i| prompts[i].clone()).collect();
+            let c: Vec<Vec<u32>> = chunk.iter().map(|&i| completions[i].clone()).collect();
+            current.extend(widen(policy.logprobs(&p, &c, &no_grad)?.logprobs)?.to_vec2::<f32>()?);
+        }
         let merged = rows
             .iter()
             .zip(current)

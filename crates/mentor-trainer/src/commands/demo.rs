@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 pub use crate::cli::DemoArgs;
 use crate::config::TrainConfig;
 use crate::curriculum::Phase;
-use crate::pretrain::{pretrain, probe, ProbeCut, ProbeRow};
+use crate::pretrain::{pretrain, probe, Corpus, ProbeCut, ProbeRow};
 use crate::report::{load_run, write_report, ReportSummary};
 use crate::train::prompts;
 
@@ -221,7 +221,8 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
         }
     };
     let format = &cfg.strategy.intervention.hint_format;
-    let loss = pretrain(&policy, &cfg.pretrain, &cfg.curriculum, &p, format, 0, &mut cb)?;
+    let corpus = Corpus { cfg: &cfg.pretrain, curriculum: &cfg.curriculum, prompts: &p, format };
+    let loss = pretrain(&policy, &corpus, 0, &mut cb)?;
     pb.finish_and_clear();
     let hard = cfg.curriculum.schedule.last().map_or(4, |p| p.level);
     let mut levels: Vec<u32> = cfg.pretrain.unhinted_levels.clone();

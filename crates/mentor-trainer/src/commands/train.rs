@@ -11,7 +11,12 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let cfg = TrainConfig::load(&args.config, &args.sets)
         .context("invalid configuration\nhint: see configs/*.toml for every field and its default")?;
     let stop = super::progress::stop_flag();
-    let opts = TrainOptions { resume: args.resume, fork: args.fork, stop: Some(stop) };
+    let opts = TrainOptions {
+        resume: args.resume,
+        fork: args.fork,
+        stop: Some(stop),
+        allow_over_memory: args.allow_over_memory,
+    };
     let mut bar = super::progress::Bar::new(&cfg.run.name, cfg.total_steps(), cfg.run.progress);
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
     let summary = super::sandbox::with_code(code, cfg.data.code_reward, |v| {
@@ -40,9 +45,10 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     );
     if summary.interrupted {
         eprintln!(
-            "interrupted: checkpoint saved\nhint: continue with `mentor train --config {} {}--resume`",
+            "interrupted: checkpoint saved\nhint: continue with `mentor train --config {} {}--resume{}`",
             args.config,
-            args.sets.iter().map(|s| format!("--set '{s}' ")).collect::<String>()
+            args.sets.iter().map(|s| format!("--set '{s}' ")).collect::<String>(),
+            if args.allow_over_memory { " --allow-over-memory" } else { "" }
         );
         std::process::exit(130);
     }

@@ -1,12 +1,14 @@
 //! Training, by stage: `tasks` (the training and held-out splits, the overlap guard, each
 //! step's tasks), `arms` (the strategy plug-in of each arm), `run` (start or resume →
 //! steps → checkpoints → finish; a step samples the groups, verifies them, hands them to the
-//! arm's strategy — vanilla, DAPO, hints — and runs the GRPO update), `evaluation` (without
-//! hints, every `eval.every` steps) and `records` (the JSONL files a run writes). A resumed
+//! arm's strategy — vanilla, DAPO, hints — and runs the GRPO update), `preflight` (before a run
+//! writes anything: lengths against the model's context, the memory estimate against the
+//! machine), `evaluation` (without hints, every `eval.every` steps) and `records` (the JSONL files a run writes). A resumed
 //! run reproduces exactly what an uninterrupted one would have done.
 
 pub(crate) mod arms;
 pub(crate) mod evaluation;
+pub mod preflight;
 pub(crate) mod records;
 pub(crate) mod run;
 pub(crate) mod tasks;

@@ -15,6 +15,7 @@ use mentor_policy::Policy;
 
 use super::arms::{prompts, strategy};
 use super::evaluation::{eval_sets, run_eval};
+use super::preflight;
 use super::records::{
     read_totals, InterventionLine, RunInfo, SampleLine, StepRecord, StepTiming, Summary, EVAL_FILE,
     INTERVENTIONS_FILE, METRICS_FILE, RUN_FILE, SAMPLES_FILE, SUMMARY_FILE,
@@ -41,6 +42,8 @@ pub struct TrainOptions {
     pub fork: bool,
     /// Set (by a Ctrl-C handler) to stop after the current step with a checkpoint.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Start even when the memory estimate exceeds the machine's available memory.
+    pub allow_over_memory: bool,
 }
 
 /// Progress reporting of [`train`]: called after each step and each evaluation.
@@ -137,9 +140,11 @@ pub struct Run<'a> {
 }
 
 /// Starts a run as `cfg` and `opts` say: checks a resume or fork against the run directory,
-/// loads the tasks (before anything is written, so a data mistake leaves no directory),
-/// writes `config.toml` and `run.json`, then builds (and pretrains) the policy or restores
-/// it with the optimizer and plug-in state from the newest checkpoint.
+/// loads the tasks, builds the policy (or restores it with the optimizer and plug-in state
+/// from the newest checkpoint), checks every length against the model's context and the
+/// memory estimate against the machine (printing it through `progress`) — all before anything
+/// is written, so a mistake leaves no directory — then writes `config.toml` and `run.json` and
+/// pretrains a fresh policy when the config asks.
 pub fn start<'a>(
     cfg: &'a TrainConfig,
     opts: &TrainOptions,
@@ -166,7 +171,6 @@ pub fn start<'a>(
             },
         });
     }
-    std::fs::create_dir_all(&out).map_err(Error::io(&out))?;
     let resumed = if continuing {
         match checkpoint::latest(&out)? {
             Some(dir) => Some(checkpoint::load(&dir)?),
@@ -189,15 +193,27 @@ pub fn start<'a>(
         }
         None
     };
-    write_run_files(cfg, &out)?;
-
+    // The model, then the checks that need it, all before anything is written: a length that
+    // does not fit its context, or a run that does not fit the machine, leaves no directory.
     let (policy, step, opt_state, plugin_state) = match resumed {
         Some(l) => {
             progress.note(&format!("resuming from {} at step {}", l.dir.display(), l.state.step));
             (l.policy, l.state.step, Some(l.optimizer), Some(l.state.plugin))
         }
-        None => (initial_policy(cfg, progress)?, 0, None, None),
+        None => (crate::policy::build(&cfg.model, cfg.run.seed)?, 0, None, None),
     };
+    let sets = eval_sets(cfg, &tasks);
+    let budget = preflight::prompt_budget(cfg, &policy, &tasks, &sets)?;
+    preflight::check_lengths(cfg, &policy, &budget)?;
+    let memory = preflight::memory_check(cfg, &policy, &budget, &sets, !continuing)?;
+    progress.note(&memory.line());
+    memory.enforce(opts.allow_over_memory)?;
+
+    std::fs::create_dir_all(&out).map_err(Error::io(&out))?;
+    write_run_files(cfg, &out)?;
+    if !continuing {
+        pretrain_policy(cfg, &policy, progress)?;
+    }
     let logs = Logs::open(&out, continuing.then_some(step))?;
     let policy = Arc::new(policy);
     let reference = if cfg.grpo.beta != 0.0 {
@@ -215,7 +231,6 @@ pub fn start<'a>(
     if let Some(s) = plugin_state {
         plugin.restore(s);
     }
-    let sets = eval_sets(cfg, &tasks);
     Ok(Run {
         cfg,
         out,
@@ -254,29 +269,26 @@ fn write_run_files(cfg: &TrainConfig, out: &Path) -> Result<()> {
     write_json(&out.join(RUN_FILE), &info)
 }
 
-/// The model a fresh run starts from: built as `[model]` says, then pretrained when
-/// `pretrain.steps > 0`.
-fn initial_policy(cfg: &TrainConfig, progress: &mut dyn Progress) -> Result<Policy> {
-    let policy = crate::policy::build(&cfg.model, cfg.run.seed)?;
-    if cfg.pretrain.steps > 0 {
-        let p = prompts(cfg)?;
-        progress.note(&format!("pretraining {} steps", cfg.pretrain.steps));
-        let mut cb = |s: usize, n: usize, l: f64| {
-            if s.is_multiple_of(50) || s == n {
-                progress.note(&format!("pretrain step {s}/{n} loss {l:.3}"));
-            }
-        };
-        crate::pretrain::pretrain(
-            &policy,
-            &cfg.pretrain,
-            &cfg.curriculum,
-            &p,
-            &cfg.strategy.intervention.hint_format,
-            cfg.run.seed,
-            &mut cb,
-        )?;
+/// Pretrains a fresh run's model when `pretrain.steps > 0`.
+fn pretrain_policy(cfg: &TrainConfig, policy: &Policy, progress: &mut dyn Progress) -> Result<()> {
+    if cfg.pretrain.steps == 0 {
+        return Ok(());
     }
-    Ok(policy)
+    let p = prompts(cfg)?;
+    progress.note(&format!("pretraining {} steps", cfg.pretrain.steps));
+    let mut cb = |s: usize, n: usize, l: f64| {
+        if s.is_multiple_of(50) || s == n {
+            progress.note(&format!("pretrain step {s}/{n} loss {l:.3}"));
+        }
+    };
+    let corpus = crate::pretrain::Corpus {
+        cfg: &cfg.pretrain,
+        curriculum: &cfg.curriculum,
+        prompts: &p,
+        format: &cfg.strategy.intervention.hint_format,
+    };
+    crate::pretrain::pretrain(policy, &corpus, cfg.run.seed, &mut cb)?;
+    Ok(())
 }
 
 impl Run<'_> {
