@@ -167,3 +167,259 @@ impl Mentor for Refinement {
         })
     }
 }
+
+/// Builds an [`Intervention`] from a guard's verdict on `hint` (a control keeps no diagnosis).
+fn guarded(guard: &Guard, task: &mentor_core::Task, hint: Hint) -> Intervention {
+    let none = |rejections, redactions| Intervention { diagnosis: None, hint: None, rejections, redactions };
+    match guard.check(task, hint) {
+        GuardOutcome::Accepted(h) => Intervention { hint: Some(h), ..none(Vec::new(), Vec::new()) },
+        GuardOutcome::Redacted { hint, reasons } => {
+            Intervention { hint: Some(hint), ..none(Vec::new(), reasons) }
+        }
+        GuardOutcome::Rejected(r) => none(vec![r], Vec::new()),
+    }
+}
+
+/// The least a failure-aware hint can carry (LTE's control): the learner's own wrong final
+/// answers and that they are wrong — "Your previous answers were 12 and 18; both are wrong." —
+/// or, for code, which tests failed (by number, without their expected values) and that the
+/// outputs were wrong. No diagnosis, no worked content. Through the guard like every hint (a
+/// failed attempt's answer can still be the right value in a refused form).
+#[derive(Debug, Clone)]
+pub struct WrongAnswers {
+    guard: Guard,
+}
+
+impl WrongAnswers {
+    /// The control, with the arms' guard.
+    pub fn new(guard: Guard) -> Self {
+        Self { guard }
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The text of [`WrongAnswers`] for `attempts`.
+pub fn wrong_answers_text(attempts: &[mentor_core::Attempt]) -> String {
+    let mut values: Vec<String> = Vec::new();
+    let mut failed_tests: Vec<usize> = Vec::new();
+    let mut total = 0;
+    let mut code = false;
+    for a in attempts {
+        match a.verdict.feedback() {
+            Feedback::Math(m) => {
+                if let Some(v) = m.extracted.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+                    if !values.iter().any(|x| x == v) {
+                        values.push(v.to_string());
+                    }
+                }
+            }
+            Feedback::Code(c) => {
+                code = true;
+                total = total.max(c.tests_total);
+                if let Some(t) = &c.failed_test {
+                    if !failed_tests.contains(&(t.index + 1)) {
+                        failed_tests.push(t.index + 1);
+                    }
+                }
+            }
+            Feedback::VerifierError { .. } => {}
+        }
+    }
+    if code {
+        failed_tests.sort_unstable();
+        let names: Vec<String> = failed_tests.iter().map(|i| format!("test {i}")).collect();
+        return match names.len() {
+            0 => "Your previous code did not pass the tests.".to_string(),
+            _ => format!(
+                "Your previous code failed {} (of {total}); its outputs were wrong.",
+                and_list(&names)
+            ),
+        };
+    }
+    match values.len() {
+        0 => "Your previous attempts gave no final answer.".to_string(),
+        1 => format!("Your previous answer was {}; it is wrong.", values[0]),
+        2 => format!("Your previous answers were {}; both are wrong.", and_list(&values)),
+        _ => format!("Your previous answers were {}; all are wrong.", and_list(&values)),
+    }
+}
+
+impl Mentor for WrongAnswers {
+    fn name(&self) -> &str {
+        "wrong_answers"
+    }
+
+    fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
+        let text = wrong_answers_text(request.attempts);
+        let hint = Hint { level: request.level, text, solution_prefix: None, source: HintSource::Control };
+        Ok(guarded(&self.guard, request.task, hint))
+    }
+}
+
+/// The location-only control: where the diagnosis puts the first mistake and what kind it is,
+/// in words ("Your first mistake is in step 3: a calculation error."), without any worked
+/// content. It asks `diagnoser` (the mentor whose diagnosis it strips) at level 1 and keeps
+/// only the diagnosis's step and category; no hint when there is no diagnosis.
+pub struct WhereOnly {
+    diagnoser: Box<dyn Mentor>,
+    guard: Guard,
+}
+
+impl std::fmt::Debug for WhereOnly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WhereOnly").field("diagnoser", &self.diagnoser.name()).finish()
+    }
+}
+
+impl WhereOnly {
+    /// The control over `diagnoser`'s diagnoses, with the arms' guard.
+    pub fn new(diagnoser: Box<dyn Mentor>, guard: Guard) -> Self {
+        Self { diagnoser, guard }
+    }
+}
+
+/// The kind of a mistake in words (`None` for an unknown one).
+fn kind_words(c: mentor_core::FailureCategory) -> Option<&'static str> {
+    use mentor_core::FailureCategory as F;
+    Some(match c {
+        F::NoFinalAnswer => "no final answer in the required form",
+        F::ArithmeticSlip => "a calculation error",
+        F::SignError => "a sign error",
+        F::UnitOrPercentSlip => "units or percentages mixed up",
+        F::WrongMethod => "the wrong method",
+        F::IncompleteReasoning => "the reasoning stops before the end",
+        F::SyntaxError => "code that does not compile",
+        F::RuntimeException => "code that raises an exception",
+        F::WrongOutput => "a wrong output",
+        F::EdgeCase => "a mishandled edge case",
+        F::Timeout => "code that runs out of time",
+        F::ResourceExhaustion => "code that runs out of memory or output",
+        _ => return None,
+    })
+}
+
+/// The text of [`WhereOnly`] for a diagnosis (`None` when it says nothing: unknown kind and no
+/// located step).
+pub fn where_only_text(d: &mentor_core::Diagnosis) -> Option<String> {
+    let kind = kind_words(d.category);
+    match (d.first_wrong_step, kind) {
+        (Some(step), Some(kind)) => Some(format!("Your first mistake is in step {}: {kind}.", step + 1)),
+        (Some(step), None) => Some(format!("Your first mistake is in step {}.", step + 1)),
+        (None, Some(kind)) => Some(format!("Your mistake: {kind}.")),
+        (None, None) => None,
+    }
+}
+
+impl Mentor for WhereOnly {
+    fn name(&self) -> &str {
+        "where_only"
+    }
+
+    fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
+        let first = MentorRequest { level: mentor_core::HintLevel::NUDGE, previous_hints: &[], ..*request };
+        let diagnosed = self.diagnoser.intervene(&first)?;
+        let Some(text) = diagnosed.diagnosis.as_ref().and_then(where_only_text) else {
+            return Ok(Intervention {
+                diagnosis: None,
+                hint: None,
+                rejections: Vec::new(),
+                redactions: Vec::new(),
+            });
+        };
+        let hint = Hint { level: request.level, text, solution_prefix: None, source: HintSource::Control };
+        Ok(guarded(&self.guard, request.task, hint))
+    }
+}
+
+#[cfg(test)]
+mod control_tests {
+    use mentor_core::{Attempt, Completion, Diagnosis, FailureCategory, FinishReason, HintLevel, Task};
+
+    use super::*;
+
+    #[test]
+    fn and_lists_read_as_english() {
+        let s = |v: &[&str]| and_list(&v.iter().map(|x| x.to_string()).collect::<Vec<_>>());
+        assert_eq!(s(&[]), "");
+        assert_eq!(s(&["12"]), "12");
+        assert_eq!(s(&["12", "18"]), "12 and 18");
+        assert_eq!(s(&["1", "2", "3"]), "1, 2 and 3");
+    }
+
+    #[test]
+    fn where_only_says_the_step_and_the_kind_and_nothing_else() {
+        let d = |step, category| Diagnosis {
+            category,
+            shared_mode: "they multiplied 12 by 3 instead of adding".into(),
+            evidence: Vec::new(),
+            first_wrong_step: step,
+            confidence: 0.9,
+        };
+        assert_eq!(
+            where_only_text(&d(Some(2), FailureCategory::ArithmeticSlip)).unwrap(),
+            "Your first mistake is in step 3: a calculation error."
+        );
+        assert_eq!(
+            where_only_text(&d(Some(0), FailureCategory::Unknown)).unwrap(),
+            "Your first mistake is in step 1."
+        );
+        assert_eq!(
+            where_only_text(&d(None, FailureCategory::WrongOutput)).unwrap(),
+            "Your mistake: a wrong output."
+        );
+        assert!(where_only_text(&d(None, FailureCategory::Unknown)).is_none());
+    }
+
+    fn attempt(task: &Task, text: &str) -> Attempt {
+        use mentor_core::Verifier;
+        let verdict = mentor_verify_math::MathVerifier::default().verify(task, text).unwrap();
+        assert!(!verdict.passed());
+        Attempt {
+            completion: Completion {
+                task_id: task.id.clone(),
+                text: text.into(),
+                finish_reason: FinishReason::Stop,
+            },
+            verdict,
+        }
+    }
+
+    #[test]
+    fn wrong_answers_lists_distinct_answers_and_is_guarded() {
+        let task = Task::math("t", "What is 6 * 5?", "30");
+        let guard = Guard::new(
+            crate::GuardConfig::default(),
+            std::sync::Arc::new(mentor_verify_math::MathEquivalence::default()),
+        );
+        let m = WrongAnswers::new(guard);
+        let attempts = [
+            attempt(&task, "So it is \\boxed{12}."),
+            attempt(&task, "The answer is 18."),
+            attempt(&task, "\\boxed{12}"),
+        ];
+        let req =
+            MentorRequest { task: &task, attempts: &attempts, level: HintLevel::NUDGE, previous_hints: &[] };
+        let hint = m.intervene(&req).unwrap().hint.unwrap();
+        assert_eq!(hint.text, "Your previous answers were 12 and 18; both are wrong.");
+        assert_eq!(hint.source, HintSource::Control);
+        let none = [attempt(&task, "I do not know.")];
+        let req = MentorRequest { attempts: &none, ..req };
+        assert_eq!(
+            m.intervene(&req).unwrap().hint.unwrap().text,
+            "Your previous attempts gave no final answer."
+        );
+        // A failed attempt whose answer is the gold value in a refused form (a hedge): the
+        // control would hand the value over, and the guard refuses it.
+        let hedged = [attempt(&task, "The answer is at least \\boxed{30}.")];
+        let out = m.intervene(&MentorRequest { attempts: &hedged, ..req }).unwrap();
+        assert!(out.hint.as_ref().is_none_or(|h| !h.text.contains("30")), "{out:?}");
+    }
+}

@@ -35,7 +35,7 @@ mod prompts;
 pub mod rules;
 
 pub use agents::{Diagnoser, Tutor};
-pub use baselines::{Refinement, StaticHints};
+pub use baselines::{where_only_text, wrong_answers_text, Refinement, StaticHints, WhereOnly, WrongAnswers};
 pub use error::{Error, Result};
 pub use guard::{reference_overlap, Guard, GuardConfig, GuardOutcome};
 pub use mentor::AgentMentor;

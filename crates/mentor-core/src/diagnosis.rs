@@ -122,6 +122,10 @@ pub enum HintSource {
     Refinement,
     /// The task's whole reference solution, trained as an off-policy completion (baseline).
     Reference,
+    /// A matched control of a diagnosed hint: written from less than the diagnosis (the
+    /// failed answers only, the mistake's location only), so a comparison isolates what the
+    /// diagnosis adds.
+    Control,
 }
 
 /// An instructional prompt for the learner's next attempt.
