@@ -14,8 +14,12 @@ fn rescue(dir: &Path, extra: &[&str]) -> serde_json::Value {
         "rescue.problems=3".into(),
         "rescue.collapsed=0".into(),
         "rescue.bootstrap=200".into(),
-        "sampling.group_size=2".into(),
+        "rescue.unhinted_samples=2".into(),
+        "rescue.hinted_samples=2".into(),
         "sampling.max_new_tokens=12".into(),
+        // The preset's regime, on every training problem: the probe's strata are tested apart.
+        "rescue.stratum=\"\"".into(),
+        "rescue.prompt=\"few_shot\"".into(),
     ];
     sets.extend(extra.iter().map(|s| s.to_string()));
     let mut cmd = mentor();
@@ -47,41 +51,56 @@ fn rescue_measures_every_arm_on_the_collapsed_problems_and_writes_its_files() {
         arms.iter().map(|a| (a["arm"].as_str().unwrap().to_string(), a["level"].clone())).collect();
     let want = [
         ("retry", serde_json::Value::Null),
+        ("retry_esc_attempts", serde_json::Value::Null),
         ("static_hints", serde_json::Value::Null),
         ("refinement", serde_json::Value::Null),
+        ("wrong_answers", serde_json::Value::Null),
+        ("where_only", serde_json::Value::Null),
         ("mentor", 1.into()),
         ("mentor", 2.into()),
         ("mentor", 3.into()),
         ("mentor", serde_json::Value::Null),
         ("random_prefix", 3.into()),
+        ("reference_in_context", serde_json::Value::Null),
     ];
     assert_eq!(names, want.iter().map(|(a, l)| (a.to_string(), l.clone())).collect::<Vec<_>>());
     for a in arms {
         let rate = a["rescue_rate"].as_f64().unwrap();
         let ci: Vec<f64> = a["rescue_ci"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
         assert!(ci.len() == 2 && ci[0] <= rate && rate <= ci[1], "{a}");
-        for key in ["diff_vs_retry", "diff_vs_static"] {
+        for key in ["diff_vs_retry", "diff_vs_static", "diff_vs_wrong_answers", "diff_vs_where_only"] {
             let d: Vec<f64> = a[key].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
             assert!(d.len() == 3 && d[1] <= d[0] && d[0] <= d[2], "{key}: {a}");
         }
+        // Against the size-matched control only where it had a cut: none, or an interval.
+        assert!(
+            a["diff_vs_random_prefix"].is_null() || a["diff_vs_random_prefix"].as_array().unwrap().len() == 3
+        );
+        assert_eq!(a["leaking"], a["arm"] == "reference_in_context", "{a}");
         assert!(a["leaks"].is_u64() && a["guard_rejections"].is_u64(), "{a}");
         assert!(a["hinted_pass_rate"].is_f64() || a["hinted_pass_rate"].is_null(), "{a}");
     }
     assert_eq!(arms[0]["diff_vs_retry"], serde_json::json!([0.0, 0.0, 0.0]));
     assert_eq!(arms[1]["diff_vs_static"], serde_json::json!([0.0, 0.0, 0.0]));
     assert_eq!(arms[0]["samples"], 6);
+    // The escalation-matched retry drew as many attempts per problem as `mentor esc`.
+    let esc = arms.iter().find(|a| a["arm"] == "mentor" && a["level"].is_null()).unwrap();
+    assert_eq!(arms[1]["samples"], esc["samples"].as_u64().unwrap().max(6));
+    assert_eq!(s["unhinted_samples"], 2);
+    assert_eq!(s["regime"]["prompt"], "few_shot");
 
     let base = lines(&dir.join("base.jsonl"));
     assert_eq!(base.len(), 3);
     assert!(base.iter().all(|b| b["collapsed"] == true && b["rewards"].as_array().unwrap().len() == 2));
     let rescue = lines(&dir.join("rescue.jsonl"));
-    assert_eq!(rescue.len(), 8 * 3);
+    assert_eq!(rescue.len(), 12 * 3);
     for line in &rescue {
         assert!(line["problem"].as_str().unwrap().starts_with("gsm8k/train/"), "{line}");
         let hints = line["hints"].as_array().unwrap().len();
         let rewards = line["rewards"].as_array().unwrap().len();
         match line["arm"].as_str().unwrap() {
             "retry" => assert_eq!((hints, rewards), (0, 2)),
+            "retry_esc_attempts" => assert!(hints == 0 && (2..=6).contains(&rewards), "{line}"),
             // Escalation asks again while every attempt fails: up to three hints.
             "mentor" if line["level"].is_null() => assert!(hints <= 3 && rewards == 2 * hints, "{line}"),
             _ => assert!(hints <= 1 && rewards == 2 * hints, "{line}"),
@@ -102,18 +121,77 @@ fn a_prompts_samples_do_not_depend_on_the_arms_or_batches_around_it() {
     // other arm in batches of up to 64 rows: the same completions, problem by problem.
     let root = tempfile::tempdir().unwrap();
     let (a, b) = (root.path().join("a"), root.path().join("b"));
-    rescue(&a, &["rescue.arms=[\"retry\"]", "rescue.batch_rows=2"]);
+    rescue(&a, &["rescue.arms=[\"retry\", \"wrong_answers\"]", "rescue.batch_rows=2"]);
     rescue(&b, &["rescue.batch_rows=64"]);
-    let retry = |dir: &Path| -> Vec<serde_json::Value> {
-        lines(&dir.join("rescue.jsonl")).into_iter().filter(|l| l["arm"] == "retry").collect()
+    let arm = |dir: &Path, name: &str| -> Vec<serde_json::Value> {
+        lines(&dir.join("rescue.jsonl")).into_iter().filter(|l| l["arm"] == name).collect()
     };
-    let (ra, rb) = (retry(&a), retry(&b));
-    assert_eq!(ra.len(), 3);
-    for (x, y) in ra.iter().zip(&rb) {
-        assert_eq!(x["problem"], y["problem"]);
-        assert_eq!(x["completions"], y["completions"], "{}", x["problem"]);
+    for name in ["retry", "wrong_answers"] {
+        let (ra, rb) = (arm(&a, name), arm(&b, name));
+        assert_eq!(ra.len(), 3);
+        for (x, y) in ra.iter().zip(&rb) {
+            assert_eq!(x["problem"], y["problem"]);
+            assert_eq!(x["hints"], y["hints"]);
+            assert_eq!(x["completions"], y["completions"], "{name} {}", x["problem"]);
+        }
     }
+    let ra = arm(&a, "retry");
     // The unhinted attempts are another stream: not the retry's samples.
     let base = lines(&a.join("base.jsonl"));
     assert_ne!(base[0]["completions"], ra[0]["completions"]);
+}
+
+#[test]
+fn seeds_run_into_their_own_directories_and_pool() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("seeds");
+    let run = |seeds: &str| {
+        let mut cmd = mentor();
+        cmd.args([
+            "--threads",
+            "2",
+            "rescue",
+            "--json",
+            "--config",
+            "rescue-gsm8k-smollm2",
+            "--seeds",
+            seeds,
+        ]);
+        for s in [
+            format!("run.output_dir={}", dir.display()),
+            format!("data.dir={}", data_dir().display()),
+            "run.progress=false".into(),
+            "rescue.problems=2".into(),
+            "rescue.collapsed=0".into(),
+            "rescue.bootstrap=100".into(),
+            "rescue.unhinted_samples=2".into(),
+            "rescue.hinted_samples=1".into(),
+            "rescue.stratum=\"\"".into(),
+            "rescue.arms=[\"retry\", \"wrong_answers\", \"mentor\"]".into(),
+            "rescue.levels=[1]".into(),
+            "rescue.escalate=false".into(),
+            "sampling.max_new_tokens=8".into(),
+        ] {
+            cmd.arg("--set").arg(s);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{err}");
+        (serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap(), err)
+    };
+    let (pooled, _) = run("0,1");
+    assert_eq!(pooled["seeds"], serde_json::json!([0, 1]));
+    assert_eq!(pooled["collapsed"], serde_json::json!([2, 2]));
+    for seed in [0, 1] {
+        assert!(dir.join(format!("seed-{seed}/summary.json")).is_file());
+    }
+    // Another seed is measured; the finished ones are not run again, and all three pool.
+    let (pooled, err) = run("1,2");
+    assert!(err.contains("seed 1 already measured"), "{err}");
+    assert_eq!(pooled["seeds"], serde_json::json!([0, 1, 2]));
+    let arms = pooled["arms"].as_array().unwrap();
+    let mentor = arms.iter().find(|a| a["arm"] == "mentor").unwrap();
+    assert_eq!(mentor["units"], 6);
+    assert!(mentor["diff_vs_wrong_answers"].as_array().unwrap().len() == 3, "{mentor}");
+    assert!(dir.join("pooled.md").is_file() && dir.join("pooled.json").is_file());
 }

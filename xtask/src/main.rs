@@ -75,8 +75,20 @@ enum Command {
     /// with the `rescue-gsm8k-smollm2` preset: 100 collapsed problems, 12.5 minutes measured on 2 cores).
     Rescue {
         /// The MBPP preset (code, in the sandbox) instead of GSM8K.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "arith")]
         mbpp: bool,
+        /// The preset at the learner's edge: generated 2-step arithmetic word problems
+        /// (`rescue-arith-smollm2`), where the matched comparison of the arms is made.
+        #[arg(long)]
+        arith: bool,
+        /// Run `mentor probe` on the preset instead: the learner's unhinted pass@1 over
+        /// temperatures, lengths, prompts and difficulty strata (30 minutes at most).
+        #[arg(long)]
+        probe: bool,
+        /// Attempt seeds, e.g. `0,1,2`: each is measured into `seed-<s>/` unless already there
+        /// (seeds may be run in different sessions), then all finished seeds are pooled.
+        #[arg(long, value_delimiter = ',')]
+        seeds: Vec<u64>,
         /// Extra arguments for `mentor rescue` (after `--`), e.g. `-- --json`.
         #[arg(last = true)]
         args: Vec<String>,
@@ -118,7 +130,21 @@ fn main() {
         Command::Datasets { from, to } => datasets::install(from.as_deref(), to.as_deref()),
         Command::Lint => lint(),
         Command::Bench { target, args } => bench::run_bench(target, &args),
-        Command::Rescue { mbpp, args } => rescue::rescue(mbpp, &args),
+        Command::Rescue { mbpp, arith, probe, seeds, args } => {
+            let mut args = args;
+            if !seeds.is_empty() {
+                let list: Vec<String> = seeds.iter().map(u64::to_string).collect();
+                args.extend(["--seeds".to_string(), list.join(",")]);
+            }
+            let preset = if mbpp {
+                "rescue-mbpp-smollm2"
+            } else if arith {
+                "rescue-arith-smollm2"
+            } else {
+                "rescue-gsm8k-smollm2"
+            };
+            rescue::rescue(preset, probe, &args)
+        }
         Command::Trl { args } => assets::setup().and_then(|dir| trl::run_trl(&dir, &args)),
         Command::Python { bench } => assets::setup().and_then(|dir| python::run_command(&dir, bench)),
     };

@@ -45,19 +45,68 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// Measure how often each mentor turns an all-fail group into a success (no training).
     Rescue(RescueArgs),
+    /// Measure the learner's unhinted pass@1 over temperatures, lengths, prompts and difficulty
+    /// strata, and name the regime where it sometimes succeeds (pass@1 in [0.10, 0.50]).
+    Probe(ProbeArgs),
+}
+
+/// Arguments of `mentor probe`.
+#[derive(Args)]
+pub struct ProbeArgs {
+    /// Config file, or a preset name (rescue-arith-smollm2, rescue-gsm8k-smollm2, rescue-mbpp-smollm2): its model,
+    /// training data, system prompt and `rescue.batch_rows`.
+    #[arg(long)]
+    pub config: String,
+    /// Override a config value (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Sampling temperatures.
+    #[arg(long, value_delimiter = ',', default_value = "0.3,0.6,1.0")]
+    pub temperatures: Vec<f64>,
+    /// `max_new_tokens` values (attempts are drawn at the largest and read at each by truncation).
+    #[arg(long, value_delimiter = ',', default_value = "128,256,384")]
+    pub lengths: Vec<usize>,
+    /// Prompt styles: `system` (the config's prompt), `few_shot` (two worked examples first).
+    #[arg(long, value_delimiter = ',', default_value = "system,few_shot")]
+    pub prompts: Vec<String>,
+    /// Attempts per problem.
+    #[arg(long, default_value_t = 4)]
+    pub attempts: usize,
+    /// Problems per cell after each round, increasing (a cell stops early once its interval
+    /// lies outside [0.10, 0.50] at every length).
+    #[arg(long, value_delimiter = ',', default_value = "10,20")]
+    pub rounds: Vec<usize>,
+    /// Steps of the generated arithmetic word problems (math data; 0: none).
+    #[arg(long, default_value_t = 2)]
+    pub arith_steps: usize,
+    /// Family seed of the generated arithmetic problems.
+    #[arg(long, default_value_t = 0)]
+    pub arith_seed: u64,
+    /// No new round starts after this many minutes (0: no limit).
+    #[arg(long, default_value_t = 30.0)]
+    pub minutes: f64,
+    /// Print the report as one JSON object on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `mentor rescue`.
 #[derive(Args)]
 pub struct RescueArgs {
-    /// Config file, or a preset name: rescue-gsm8k-smollm2, rescue-mbpp-smollm2 (any training
+    /// Config file, or a preset name: rescue-arith-smollm2, rescue-gsm8k-smollm2, rescue-mbpp-smollm2 (any training
     /// config works; `[rescue]` says what to measure).
     #[arg(long)]
     pub config: String,
     /// Override a config value, e.g. `--set rescue.collapsed=20` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Print the summary as one JSON object on stdout instead of the table.
+    /// Attempt seeds (`run.seed` of each measurement), e.g. `0,1,2`: each runs into
+    /// `run.output_dir/seed-<s>/` unless that seed already finished there, then every finished
+    /// seed is pooled into `pooled.json` and `pooled.md`.
+    #[arg(long, value_delimiter = ',')]
+    pub seeds: Vec<u64>,
+    /// Print the summary (with `--seeds`: the pooled one) as one JSON object on stdout instead
+    /// of the table.
     #[arg(long)]
     pub json: bool,
 }

@@ -695,6 +695,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("math500-eval", include_str!("../configs/math500-eval.toml")),
     ("rescue-gsm8k-smollm2", include_str!("../configs/rescue-gsm8k-smollm2.toml")),
     ("rescue-mbpp-smollm2", include_str!("../configs/rescue-mbpp-smollm2.toml")),
+    ("rescue-arith-smollm2", include_str!("../configs/rescue-arith-smollm2.toml")),
 ];
 
 impl TrainConfig {

@@ -4,13 +4,16 @@
 //! This crate orchestrates; it owns no algorithm. The library half is the run machinery —
 //! [`config`] (TOML + presets), [`curriculum`] (the embedded task family), [`pretrain`],
 //! [`train`] (the loop), [`memory`] (the peak-memory estimate a run checks before it starts),
-//! [`eval`], [`checkpoint`], [`report`] and [`rescue`] (the paired
-//! measurement of how often each mentor rescues a collapsed group) — and every
+//! [`eval`], [`checkpoint`], [`report`], [`rescue`] (the paired
+//! measurement of how often each mentor rescues a collapsed group) and [`probe`] (where the
+//! learner's unhinted pass@1 puts it at the edge of what it can do, over generated
+//! [`arith`] problems too) — and every
 //! subcommand is a private module under `commands` over it; the clap definitions live in `cli`.
 //! Data goes to stdout, logs and progress to stderr, and errors end with a `hint:` line
 //! when there is something to do about them.
 #![deny(missing_docs)]
 
+pub mod arith;
 pub mod checkpoint;
 mod cli;
 mod commands;
@@ -23,6 +26,7 @@ pub mod local_mentor;
 pub mod memory;
 pub mod policy;
 pub mod pretrain;
+pub mod probe;
 pub mod random_prefix;
 pub mod report;
 pub mod rescue;
@@ -60,7 +64,7 @@ pub fn main() -> ExitCode {
 pub fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
     let cli = cli::Cli::parse();
     tune(match cli.command {
-        cli::Command::Rescue(_) | cli::Command::Serve(_) => MemoryUse::Varying,
+        cli::Command::Rescue(_) | cli::Command::Probe(_) | cli::Command::Serve(_) => MemoryUse::Varying,
         _ => MemoryUse::Repeating,
     });
     if let Err(e) = init_logging(cli.log_level.as_deref()) {
@@ -107,6 +111,7 @@ pub fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
         cli::Command::Demo(args) => commands::demo::run(&args, cli.threads),
         cli::Command::Report(args) => commands::report::run(&args),
         cli::Command::Rescue(args) => commands::rescue::run(&args),
+        cli::Command::Probe(args) => commands::probe::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -80,6 +80,46 @@ pub fn control(task: &Task, mentor_hint: &Hint, seed: u64, guard: &Guard) -> Con
     }
 }
 
+/// The size-matched twin of `mentor_hint` for `mentor rescue`: its prefix replaced by the first
+/// `m` reference pieces, `m` the cut other than the mentor's own (at least one piece, never the
+/// last) whose hint text is nearest in `tokens` to the mentor's hint text (ties: the shorter
+/// cut). `None` when there is no other cut (a reference of one or two pieces) or the mentor's
+/// hint has no prefix: the problem is left out of this control's paired comparison, never
+/// answered by the mentor's own cut. The guard judges the result as it judged the mentor's; a
+/// rejected twin (the other cut would show the answer) is `Some` with no hint and the rejection.
+pub fn size_matched(
+    task: &Task,
+    mentor_hint: &Hint,
+    tokens: &dyn Fn(&str) -> usize,
+    guard: &Guard,
+) -> Option<Control> {
+    let prefix = mentor_hint.solution_prefix.as_deref()?;
+    let pieces = pieces(task);
+    let n = prefix.lines().count();
+    let target = tokens(&mentor_hint.text);
+    let twin = |m: usize| {
+        let new_prefix = pieces[..m].join("\n");
+        let text = if mentor_hint.text.contains(prefix) {
+            mentor_hint.text.replacen(prefix, &new_prefix, 1)
+        } else {
+            mentor_hint.text.clone()
+        };
+        Hint { text, solution_prefix: Some(new_prefix), ..mentor_hint.clone() }
+    };
+    let (m, hint) = (1..pieces.len())
+        .filter(|&m| m != n)
+        .map(|m| (m, twin(m)))
+        .min_by_key(|(m, h)| (tokens(&h.text).abs_diff(target), *m))?;
+    Some(match guard.check(task, hint) {
+        GuardOutcome::Accepted(h) | GuardOutcome::Redacted { hint: h, .. } => {
+            Control { hint: Some(h), rejections: Vec::new(), mentor_cut: n, random_cut: m }
+        }
+        GuardOutcome::Rejected(r) => {
+            Control { hint: None, rejections: vec![r], mentor_cut: n, random_cut: m }
+        }
+    })
+}
+
 /// The `random_prefix` training arm: `inner` (the rules mentor) diagnoses and writes its
 /// hint, then [`control`] moves the hint's cut to a random other step. The hint budget is the
 /// mentor's kind (the first reference steps, in the same template); only the place of the cut
@@ -179,6 +219,35 @@ mod tests {
         assert_eq!((c.hint.as_ref(), c.mentor_cut, c.random_cut), (Some(&h), 1, 1));
         let plain = Hint { solution_prefix: None, ..h };
         assert_eq!(control(&t, &plain, 1, &guard).hint, Some(plain));
+    }
+
+    /// The rescue's control is matched in size: of the other cuts, the one whose hint is
+    /// nearest in tokens to the mentor's (words here), never the mentor's own; without another
+    /// cut there is no control.
+    #[test]
+    fn the_size_matched_cut_is_the_other_boundary_nearest_in_tokens() {
+        let t = task(SOLUTION, "99");
+        let guard = Guard::numeric_only(GuardConfig::default());
+        let words = |s: &str| s.split_whitespace().count();
+        let steps = pieces(&t);
+        let hint_words = |m: usize| words(&hint(&steps[..m].join("\n")).text);
+        // Mentor at cut 2: cut 1 and cut 3 are the candidates; the nearer in words wins.
+        let mentor = hint(&steps[..2].join("\n"));
+        let c = size_matched(&t, &mentor, &words, &guard).unwrap();
+        let target = words(&mentor.text);
+        let expect = [1, 3].into_iter().min_by_key(|&m| (hint_words(m).abs_diff(target), m)).unwrap();
+        assert_eq!((c.mentor_cut, c.random_cut), (2, expect));
+        assert_ne!(c.random_cut, c.mentor_cut);
+        let h = c.hint.unwrap();
+        assert_eq!(h.solution_prefix.unwrap(), steps[..expect].join("\n"));
+        // Mentor at cut 1: the nearest other cut is 2 (cut 3 is longer still).
+        let c = size_matched(&t, &hint(&steps[0]), &words, &guard).unwrap();
+        assert_eq!(c.random_cut, 2);
+        // A two-step reference has no other cut, and a hint without a prefix no control.
+        let short = task("A is 4.\nSo 8.\n#### 8", "8");
+        assert!(size_matched(&short, &hint("A is 4."), &words, &guard).is_none());
+        let plain = Hint { solution_prefix: None, ..hint(&steps[0]) };
+        assert!(size_matched(&t, &plain, &words, &guard).is_none());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 pub mod demo;
 pub mod eval;
 pub mod generate;
+pub mod probe;
 pub mod progress;
 pub mod report;
 pub mod rescue;

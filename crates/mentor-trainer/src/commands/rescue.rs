@@ -10,14 +10,54 @@ use crate::config::{DataKind, TrainConfig};
 pub fn run(args: &RescueArgs) -> Result<()> {
     let cfg = TrainConfig::load(&args.config, &args.sets)
         .context("invalid configuration\nhint: see configs/rescue-*.toml for the `[rescue]` fields")?;
+    if args.seeds.is_empty() {
+        return one(&cfg, Some(args.json));
+    }
+    let dir = cfg.output_dir().to_path_buf();
+    for &seed in &args.seeds {
+        let seed_dir = crate::rescue::pooled::seed_dir(&dir, seed);
+        if seed_dir.join(crate::rescue::records::SUMMARY_FILE).is_file() {
+            eprintln!("rescue: seed {seed} already measured in {} (not run again)", seed_dir.display());
+            continue;
+        }
+        eprintln!("rescue: seed {seed} → {}", seed_dir.display());
+        let mut c = cfg.clone();
+        c.run.seed = seed;
+        c.run.output_dir = seed_dir;
+        // Each seed's table stays in its directory; stdout gets the pooled one.
+        one(&c, None)?;
+    }
+    let pooled =
+        crate::rescue::pooled::pool(&dir, cfg.rescue.bootstrap, crate::policy::mix(&[0xb007, 0x5eed]))
+            .context("pooling the seeds")?;
+    crate::jsonl::write_json(&dir.join(crate::rescue::pooled::POOLED_JSON), &pooled)?;
+    let md = crate::rescue::pooled::markdown(&pooled);
+    crate::jsonl::write_atomic(&dir.join(crate::rescue::pooled::POOLED_MARKDOWN), md.as_bytes())?;
+    if args.json {
+        println!("{}", serde_json::to_string(&pooled)?);
+    } else {
+        print!("{md}");
+    }
+    eprintln!(
+        "rescue: pooled seeds {:?} ({} collapsed problems in all) → {}",
+        pooled.seeds,
+        pooled.collapsed.iter().sum::<usize>(),
+        dir.join(crate::rescue::pooled::POOLED_MARKDOWN).display()
+    );
+    Ok(())
+}
+
+/// One measurement: its table (`Some(false)`) or JSON (`Some(true)`) on stdout, or nothing
+/// (`None`); its one-line summary on stderr.
+fn one(cfg: &TrainConfig, json: Option<bool>) -> Result<()> {
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
     let summary = super::sandbox::with_code(code, cfg.data.code_reward, |v| {
-        crate::rescue::run(&cfg, v).context("the rescue measurement failed")
+        crate::rescue::run(cfg, v).context("the rescue measurement failed")
     })?;
-    if args.json {
-        println!("{}", serde_json::to_string(&summary)?);
-    } else {
-        print!("{}", crate::rescue::report::table(&summary));
+    match json {
+        Some(true) => println!("{}", serde_json::to_string(&summary)?),
+        Some(false) => print!("{}", crate::rescue::report::table(&summary)),
+        None => {}
     }
     let rates: Vec<String> = summary
         .arms

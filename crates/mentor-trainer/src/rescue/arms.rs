@@ -22,9 +22,27 @@ pub struct ArmRow {
     pub arm: RescueArm,
     /// The level.
     pub level: Option<u8>,
+    /// `retry` only: as many attempts per problem as the `mentor` row with escalation drew
+    /// on it (escalation compared at equal attempts).
+    pub esc_attempts: bool,
 }
 
 impl ArmRow {
+    /// A row without the escalation-matched attempts.
+    pub fn new(arm: RescueArm, level: Option<u8>) -> Self {
+        Self { arm, level, esc_attempts: false }
+    }
+
+    /// The row's arm name in `rescue.jsonl` and the summary (`retry_esc_attempts` for the
+    /// escalation-matched retry).
+    pub fn name(&self) -> &'static str {
+        if self.esc_attempts {
+            "retry_esc_attempts"
+        } else {
+            self.arm.name()
+        }
+    }
+
     /// Whether the row escalates through the levels.
     pub fn escalates(&self) -> bool {
         self.arm.per_level() && self.level.is_none()
@@ -39,20 +57,24 @@ pub fn rows(arms: &[RescueArm], levels: &[u8], escalate: bool) -> Vec<ArmRow> {
             let mut ls = levels.to_vec();
             ls.sort_unstable();
             ls.dedup();
-            out.extend(ls.into_iter().map(|l| ArmRow { arm, level: Some(l) }));
+            out.extend(ls.into_iter().map(|l| ArmRow::new(arm, Some(l))));
             if escalate {
-                out.push(ArmRow { arm, level: None });
+                out.push(ArmRow::new(arm, None));
             }
         } else {
             let level = (arm == RescueArm::RandomPrefix).then_some(3);
-            out.push(ArmRow { arm, level });
+            out.push(ArmRow::new(arm, level));
         }
+    }
+    if escalate && arms.contains(&RescueArm::Retry) && arms.contains(&RescueArm::Mentor) {
+        let at = out.iter().position(|r| r.arm == RescueArm::Retry).map_or(0, |i| i + 1);
+        out.insert(at, ArmRow { arm: RescueArm::Retry, level: None, esc_attempts: true });
     }
     out
 }
 
 /// What a mentor said about one problem at one level.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Asked {
     /// The hint that passed the guard, if any.
     pub hint: Option<Hint>,
@@ -100,6 +122,10 @@ pub struct Mentors {
     pub llm: Option<Box<dyn Mentor>>,
     /// `[mentor]` on the `local` backend, when measured.
     pub local: Option<Box<dyn Mentor>>,
+    /// The wrong-answers control.
+    pub wrong_answers: Box<dyn Mentor>,
+    /// The location-only control (over the `rules` mentor's diagnosis).
+    pub where_only: Box<dyn Mentor>,
     /// The guard of the random-prefix control (the mentor's guard settings).
     pub guard: Guard,
 }
@@ -137,6 +163,11 @@ impl Mentors {
             refinement: build(Arm::Refinement, Backend::Rules)?,
             llm: model_mentor(RescueArm::Llm, Backend::Llm)?,
             local: model_mentor(RescueArm::Local, Backend::Local)?,
+            wrong_answers: Box::new(mentor_agents::WrongAnswers::new(guard(cfg))),
+            where_only: Box::new(mentor_agents::WhereOnly::new(
+                build(Arm::Mentor, Backend::Rules)?,
+                guard(cfg),
+            )),
             guard: guard(cfg),
         })
     }
@@ -149,7 +180,9 @@ impl Mentors {
             RescueArm::Local => self.local.as_deref(),
             RescueArm::StaticHints => Some(self.static_hints.as_ref()),
             RescueArm::Refinement => Some(self.refinement.as_ref()),
-            RescueArm::Retry | RescueArm::RandomPrefix => None,
+            RescueArm::WrongAnswers => Some(self.wrong_answers.as_ref()),
+            RescueArm::WhereOnly => Some(self.where_only.as_ref()),
+            RescueArm::Retry | RescueArm::RandomPrefix | RescueArm::ReferenceInContext => None,
         }
     }
 }
@@ -173,13 +206,15 @@ mod tests {
     #[test]
     fn rows_expand_levels_and_escalation_for_diagnosing_arms_only() {
         let r = rows(&[RescueArm::Retry, RescueArm::Mentor, RescueArm::RandomPrefix], &[2, 1, 2], true);
-        let labels: Vec<String> =
-            r.iter().map(|a| super::super::report::label(a.arm.name(), a.level)).collect();
-        assert_eq!(labels, ["retry", "mentor L1", "mentor L2", "mentor esc", "random_prefix"]);
-        assert_eq!(r[4].level, Some(3));
-        assert!(r[3].escalates() && !r[1].escalates() && !r[0].escalates());
+        let labels: Vec<String> = r.iter().map(|a| super::super::report::label(a.name(), a.level)).collect();
+        assert_eq!(
+            labels,
+            ["retry", "retry (esc attempts)", "mentor L1", "mentor L2", "mentor esc", "random_prefix"]
+        );
+        assert_eq!(r[5].level, Some(3));
+        assert!(r[4].escalates() && !r[2].escalates() && !r[0].escalates() && !r[1].escalates());
         let r = rows(&[RescueArm::Mentor], &[3], false);
-        assert_eq!(r, vec![ArmRow { arm: RescueArm::Mentor, level: Some(3) }]);
+        assert_eq!(r, vec![ArmRow::new(RescueArm::Mentor, Some(3))]);
     }
 
     #[test]

@@ -22,6 +22,15 @@ pub enum RescueArm {
     Llm,
     /// The `local` backend of `[mentor]` (`mentor.model`, e.g. `self`), at the same levels.
     Local,
+    /// The least a failure-aware hint carries: the learner's wrong final answers (code: the
+    /// failed tests' numbers) and that they are wrong ([`mentor_agents::WrongAnswers`]).
+    WrongAnswers,
+    /// The diagnosis's location and kind in words, without worked content
+    /// ([`mentor_agents::WhereOnly`] over the `rules` mentor).
+    WhereOnly,
+    /// The whole reference solution in the prompt: an upper bound for scale, leaking by
+    /// construction, never compared as a method.
+    ReferenceInContext,
 }
 
 impl RescueArm {
@@ -35,7 +44,15 @@ impl RescueArm {
             RescueArm::RandomPrefix => "random_prefix",
             RescueArm::Llm => "llm",
             RescueArm::Local => "local",
+            RescueArm::WrongAnswers => "wrong_answers",
+            RescueArm::WhereOnly => "where_only",
+            RescueArm::ReferenceInContext => "reference_in_context",
         }
+    }
+
+    /// Whether the arm shows the answer by construction (reported, never compared).
+    pub fn leaks_by_design(self) -> bool {
+        self == RescueArm::ReferenceInContext
     }
 
     /// Whether the arm is a diagnosing mentor measured per level.
@@ -61,8 +78,20 @@ pub struct RescueSection {
     /// `problems`): each batch holds only as many problems as could still collapse.
     pub collapsed: usize,
     /// The arms, each measured on every collapsed problem: `retry`, `static_hints`,
-    /// `refinement`, `mentor`, `random_prefix`, `llm`, `local`.
+    /// `refinement`, `wrong_answers`, `where_only`, `mentor`, `random_prefix` (size-matched to
+    /// the mentor's level-3 hint), `llm`, `local`, `reference_in_context`.
     pub arms: Vec<RescueArm>,
+    /// Unhinted attempts per problem; a problem is collapsed when none passes (0: the run's
+    /// `sampling.group_size`).
+    pub unhinted_samples: usize,
+    /// Attempts per intervention, per escalation round (0: `sampling.group_size`).
+    pub hinted_samples: usize,
+    /// Draw the problems from one difficulty stratum of `mentor probe` (its name, e.g.
+    /// `gsm8k steps<=2` or `arith 2-step seed 0`; empty: every training problem).
+    pub stratum: String,
+    /// The prompt style of every attempt: `system` (the run's prompt) or `few_shot` (two
+    /// worked examples first, as `mentor probe` builds them).
+    pub prompt: crate::probe::strata::PromptStyle,
     /// The hint levels the diagnosing arms are measured at, one arm row each.
     pub levels: Vec<u8>,
     /// Also measure the diagnosing arms with escalation (level 1, then 2, then 3 while every
@@ -86,6 +115,10 @@ impl Default for RescueSection {
                 RescueArm::Mentor,
                 RescueArm::RandomPrefix,
             ],
+            unhinted_samples: 0,
+            hinted_samples: 0,
+            stratum: String::new(),
+            prompt: crate::probe::strata::PromptStyle::System,
             levels: vec![1, 2, 3],
             escalate: true,
             batch_rows: 128,
@@ -149,6 +182,9 @@ mod tests {
             RescueArm::RandomPrefix,
             RescueArm::Llm,
             RescueArm::Local,
+            RescueArm::WrongAnswers,
+            RescueArm::WhereOnly,
+            RescueArm::ReferenceInContext,
         ] {
             assert_eq!(serde_json::to_value(arm).unwrap(), serde_json::json!(arm.name()));
         }

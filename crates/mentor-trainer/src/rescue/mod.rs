@@ -18,7 +18,9 @@
 pub(crate) mod arms;
 pub(crate) mod config;
 pub(crate) mod leaks;
+pub(crate) mod pooled;
 pub(crate) mod records;
+pub(crate) mod reliance;
 pub(crate) mod report;
 pub(crate) mod sampling;
 pub(crate) mod stats;
@@ -28,7 +30,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::ProgressBar;
-use mentor_core::{Attempt, Diagnosis, FailureCategory, GuardRejection, Hint, HintLevel, Task, Verifier};
+use mentor_core::{
+    Attempt, Diagnosis, FailureCategory, GuardRejection, Hint, HintLevel, HintSource, Task, Verifier,
+};
 use mentor_integration::Credit;
 use mentor_policy::Sampler;
 
@@ -72,12 +76,16 @@ struct Cell {
     mentor_seconds: f64,
     mentor_calls: usize,
     cuts: Option<[usize; 2]>,
+    /// Left out of the row's comparisons (`random_prefix` without another cut).
+    excluded: bool,
+    /// Reliance of each rescued (passing) hinted attempt, in attempt order.
+    reliance: Vec<f64>,
 }
 
 impl Cell {
-    /// Training's rescue: a hinted attempt with a reward above 0.
+    /// A rescue: a hinted attempt that passed (binary correctness, as collapse is decided).
     fn rescued(&self) -> bool {
-        self.attempts.iter().any(|s| s.attempt.verdict.reward() > 0.0)
+        any_passed(self.attempts.iter().map(|s| &s.attempt.verdict))
     }
 
     fn record(&mut self, asked: &Asked) {
@@ -89,15 +97,25 @@ impl Cell {
     }
 }
 
-/// Progress of a measurement: the phase and the rows generated.
-fn progress_bar(visible: bool) -> ProgressBar {
+/// Whether any of `verdicts` passed: a group is collapsed when none did
+/// ([`mentor_integration::is_collapsed`], the predicate training uses), rescued when one did.
+/// Binary correctness (`Verdict::passed`), never a shaped reward: a group of code attempts that
+/// each pass some tests is still collapsed.
+fn any_passed<'a>(verdicts: impl IntoIterator<Item = &'a mentor_core::Verdict>) -> bool {
+    !mentor_integration::is_collapsed(verdicts.into_iter().map(mentor_core::Verdict::passed))
+}
+
+/// Progress of a measurement (`rescue`, `probe`): the phase and the rows generated.
+pub(crate) fn progress_bar(visible: bool, name: &str) -> ProgressBar {
     use indicatif::{ProgressDrawTarget, ProgressStyle};
     let target = if visible { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
     let pb = ProgressBar::with_draw_target(Some(0), target);
     pb.set_style(
-        ProgressStyle::with_template("rescue {msg} [{bar:30}] {pos}/{len} rows {elapsed_precise} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(&format!(
+            "{name} {{msg}} [{{bar:30}}] {{pos}}/{{len}} rows {{elapsed_precise}} eta {{eta}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     pb
 }
@@ -118,13 +136,14 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
     let t0 = Instant::now();
     let r = &cfg.rescue;
     r.validate().map_err(|message| Error::Config { file: "[rescue]".into(), message })?;
-    let Tasks::Dataset { train: mut tasks, .. } = load_tasks(cfg)? else {
+    let Tasks::Dataset { train: tasks, .. } = load_tasks(cfg)? else {
         return Err(Error::Config {
             file: "[data]".into(),
             message: "`mentor rescue` measures a dataset's training problems; `data.kind = \"curriculum\"` has none"
                 .into(),
         });
     };
+    let mut tasks = regime_tasks(cfg, tasks)?;
     if r.problems > 0 {
         tasks.truncate(r.problems);
     }
@@ -136,22 +155,22 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
     let policy = Arc::new(crate::policy::build(&cfg.model, cfg.run.seed)?);
     let mentors = Mentors::build(cfg, &policy, &r.arms)?;
     let verifier = crate::verify::DomainVerifier::new(code);
-    let g = cfg.sampling.group_size;
+    let (g_base, g_hint) = group_sizes(cfg);
     let sampler_cfg = Sampler {
         temperature: cfg.sampling.temperature,
         top_p: cfg.sampling.top_p,
         top_k: cfg.sampling.top_k,
     };
     let mut sampler =
-        PairedSampler::new(&policy, sampler_cfg, cfg.sampling.max_new_tokens, cfg.run.seed, g, r.batch_rows);
-    let bar = progress_bar(cfg.run.progress);
+        PairedSampler::new(&policy, sampler_cfg, cfg.sampling.max_new_tokens, cfg.run.seed, r.batch_rows);
+    let bar = progress_bar(cfg.run.progress, "rescue");
 
     // 1. The unhinted attempts, a batch of problems at a time, until enough have collapsed.
     let t_base = Instant::now();
     let planned = if r.collapsed > 0 { tasks.len().min(r.collapsed) } else { tasks.len() };
     bar.set_message("unhinted");
-    bar.set_length((planned * g) as u64);
-    let per_call = (r.batch_rows / g).max(1);
+    bar.set_length((planned * g_base) as u64);
+    let per_call = (r.batch_rows / g_base).max(1);
     let mut base_lines = Vec::new();
     let mut collapsed: Vec<(usize, Vec<Attempt>)> = Vec::new();
     let (mut passed, mut total) = (0usize, 0usize);
@@ -172,15 +191,15 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
                 prefix: None,
             })
             .collect();
-        if bar.length().unwrap_or(0) < bar.position() + (requests.len() * g) as u64 {
-            bar.set_length(bar.position() + (requests.len() * g) as u64);
+        if bar.length().unwrap_or(0) < bar.position() + (requests.len() * g_base) as u64 {
+            bar.set_length(bar.position() + (requests.len() * g_base) as u64);
         }
-        let scored = sampler.sample(&requests, BASE_STREAM, &verifier, &bar)?;
+        let scored = sampler.sample(&requests, BASE_STREAM, g_base, &verifier, &bar)?;
         for (i, ss) in (start..end).zip(scored) {
             let rewards: Vec<f64> = ss.iter().map(|s| s.attempt.verdict.reward()).collect();
             passed += ss.iter().filter(|s| s.attempt.verdict.passed()).count();
             total += ss.len();
-            let all_fail = rewards.iter().all(|&x| x == 0.0);
+            let all_fail = !any_passed(ss.iter().map(|s| &s.attempt.verdict));
             base_lines.push(BaseLine {
                 problem: tasks[i].id.clone(),
                 index: i as u64,
@@ -230,6 +249,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
     for (p, prob) in problems.iter().enumerate() {
         asked.insert((RescueArm::Mentor, p, 1), prob.rules_l1.clone());
     }
+    let tokens = |text: &str| policy.tokenizer().encode(text).map_or(0, |ids| ids.len());
     let mut pending: Vec<(usize, usize, Hint)> = Vec::new();
     let mut retry_rows: Vec<(usize, usize)> = Vec::new();
     let mut distinct = 0;
@@ -241,33 +261,31 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
                     retry_rows.push((k, p));
                     continue;
                 }
-                RescueArm::StaticHints | RescueArm::Refinement => {
+                RescueArm::StaticHints
+                | RescueArm::Refinement
+                | RescueArm::WrongAnswers
+                | RescueArm::WhereOnly => {
                     let mentor = mentors.of(row.arm).expect("baselines always built");
                     ask(mentor, prob.task, &prob.attempts, HintLevel::NUDGE, &[])?
                 }
+                RescueArm::ReferenceInContext => reference_in_context(prob.task),
                 RescueArm::RandomPrefix => {
                     let l3 = cached(&mut asked, &mentors, RescueArm::Mentor, p, 3, prob)?;
-                    match &l3.hint {
-                        Some(h) => {
-                            let seed = mix(&[cfg.run.seed, 0x7a9d, prob.index]);
-                            let c = crate::random_prefix::control(prob.task, h, seed, &mentors.guard);
+                    let control = l3.hint.as_ref().and_then(|h| {
+                        crate::random_prefix::size_matched(prob.task, h, &tokens, &mentors.guard)
+                    });
+                    match control {
+                        Some(c) => {
                             cell.cuts = Some([c.mentor_cut, c.random_cut]);
-                            distinct += usize::from(c.mentor_cut != c.random_cut);
-                            Asked {
-                                hint: c.hint,
-                                diagnosis: None,
-                                rejections: c.rejections,
-                                redactions: Vec::new(),
-                                seconds: 0.0,
-                            }
+                            distinct += 1;
+                            Asked { hint: c.hint, rejections: c.rejections, ..Asked::default() }
                         }
-                        None => Asked {
-                            hint: None,
-                            diagnosis: None,
-                            rejections: Vec::new(),
-                            redactions: Vec::new(),
-                            seconds: 0.0,
-                        },
+                        None => {
+                            // No other cut (or no level-3 prefix): not a control of this
+                            // problem. Left out of the comparisons, and counted.
+                            cell.excluded = true;
+                            continue;
+                        }
                     }
                 }
                 arm => cached(&mut asked, &mentors, arm, p, row.level.unwrap_or(1), prob)?,
@@ -280,11 +298,34 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
     }
     let mentor_seconds: f64 = cells.iter().flatten().map(|c| c.mentor_seconds).sum();
     let t_hinted = Instant::now();
-    let hinted_rows_planned = (pending.len() + retry_rows.len()) * g;
+    // The retry attempts: as many as escalation may draw (its rounds' attempts), so the
+    // escalation-matched row takes its first ones; the plain row takes the first G'.
+    let esc_rounds = if r.escalate { 3 } else { 1 };
+    let retry_problems: Vec<usize> = {
+        let mut ps: Vec<usize> = retry_rows.iter().map(|&(_, p)| p).collect();
+        ps.sort_unstable();
+        ps.dedup();
+        ps
+    };
+    let hinted_rows_planned = pending.len() * g_hint + retry_problems.len() * g_hint * esc_rounds;
     bar.set_message("hinted");
     bar.set_position(0);
     bar.set_length(hinted_rows_planned as u64);
-    sample_round(cfg, &mut sampler, &verifier, &bar, &problems, &mut cells, &retry_rows, pending)?;
+    let retry_requests: Vec<Request<'_>> = retry_problems
+        .iter()
+        .map(|&p| {
+            let task = problems[p].task;
+            Request { task, key: problems[p].index, prompt: task.prompt.clone(), prefix: None }
+        })
+        .collect();
+    let pool = sampler.sample(&retry_requests, HINTED_STREAM, g_hint * esc_rounds, &verifier, &bar)?;
+    let pool: HashMap<usize, Vec<Scored>> = retry_problems.iter().copied().zip(pool).collect();
+    for &(k, p) in &retry_rows {
+        if !rows[k].esc_attempts {
+            cells[k][p].attempts = pool[&p][..g_hint.min(pool[&p].len())].to_vec();
+        }
+    }
+    sample_round(cfg, &mut sampler, g_hint, &verifier, &bar, &problems, &mut cells, pending)?;
 
     // 4. Escalation: each diagnosing arm's rows with escalation ask one level up while every
     // hinted attempt failed (or no hint passed the guard), as training escalates.
@@ -304,8 +345,17 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
                 }
             }
         }
-        bar.set_length(bar.length().unwrap_or(0) + (pending.len() * g) as u64);
-        sample_round(cfg, &mut sampler, &verifier, &bar, &problems, &mut cells, &[], pending)?;
+        bar.set_length(bar.length().unwrap_or(0) + (pending.len() * g_hint) as u64);
+        sample_round(cfg, &mut sampler, g_hint, &verifier, &bar, &problems, &mut cells, pending)?;
+    }
+    // The escalation-matched retry: per problem, as many attempts as `mentor esc` drew on it.
+    if let Some(esc) = rows.iter().position(|row| row.arm == RescueArm::Mentor && row.escalates()) {
+        for &(k, p) in &retry_rows {
+            if rows[k].esc_attempts {
+                let n = cells[esc][p].attempts.len().clamp(g_hint, pool[&p].len());
+                cells[k][p].attempts = pool[&p][..n].to_vec();
+            }
+        }
     }
     bar.finish_and_clear();
     note(
@@ -319,7 +369,37 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
         ),
     );
 
-    // 5. Leaks and hint lengths of every hint shown.
+    // 5. Hint reliance of every rescued hinted attempt.
+    let mut rescued_attempts = Vec::new();
+    let mut rescued_owners = Vec::new();
+    for (k, row_cells) in cells.iter().enumerate() {
+        for (p, cell) in row_cells.iter().enumerate() {
+            for (j, s) in cell.attempts.iter().enumerate() {
+                let Some(hint) = cell.hints.get(j / g_hint.max(1)) else { continue };
+                if !s.attempt.verdict.passed() {
+                    continue;
+                }
+                let task = problems[p].task;
+                let prefix = match cfg.strategy.intervention.credit {
+                    Credit::Prefix => hint.solution_prefix.clone(),
+                    _ => None,
+                };
+                rescued_attempts.push(reliance::Rescued {
+                    unhinted: task.prompt.clone(),
+                    hinted: cfg.strategy.intervention.hint_format.apply(task, hint),
+                    prefix,
+                    completion: s.ids.clone(),
+                });
+                rescued_owners.push((k, p));
+            }
+        }
+    }
+    let values = reliance::reliance(&policy, &rescued_attempts, r.batch_rows)?;
+    for ((k, p), v) in rescued_owners.into_iter().zip(values) {
+        cells[k][p].reliance.push(v);
+    }
+
+    // 6. Leaks and hint lengths of every hint shown.
     let mut items = Vec::new();
     let mut owners = Vec::new();
     for (k, row_cells) in cells.iter().enumerate() {
@@ -340,7 +420,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
         cells[k][p].hint_tokens.push(len);
     }
 
-    // 6. Files and the summary.
+    // 7. Files and the summary.
     let lines: Vec<InterventionLine> = rows
         .iter()
         .enumerate()
@@ -359,7 +439,8 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
         arms,
         by_category,
         problems: base_lines.len(),
-        group_size: g,
+        group_size: g_hint,
+        unhinted_samples: g_base,
         temperature: cfg.sampling.temperature,
         max_new_tokens: cfg.sampling.max_new_tokens,
         model: cfg.model.source.to_string(),
@@ -373,7 +454,16 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
             .ok()
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default(),
+        regime: records::Regime {
+            temperature: cfg.sampling.temperature,
+            max_new_tokens: cfg.sampling.max_new_tokens,
+            prompt: r.prompt.name().to_string(),
+            stratum: (!r.stratum.is_empty()).then(|| r.stratum.clone()),
+            unhinted_samples: g_base,
+            hinted_samples: g_hint,
+        },
         random_prefix_distinct: distinct,
+        random_prefix_size: random_prefix_size(&rows, &cells),
         rows: sampler.rows,
         tokens: sampler.tokens,
         seconds: t0.elapsed().as_secs_f64(),
@@ -385,6 +475,104 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
     let svg = report::chart_svg(&summary).map_err(|e| Error::Missing(format!("the rescue chart: {e}")))?;
     crate::jsonl::write_atomic(&dir.join(records::CHART_FILE), svg.as_bytes())?;
     Ok(summary)
+}
+
+/// The unhinted and the hinted attempts per problem (`rescue.unhinted_samples`,
+/// `rescue.hinted_samples`; `sampling.group_size` where 0).
+fn group_sizes(cfg: &TrainConfig) -> (usize, usize) {
+    let or_group = |n: usize| if n > 0 { n } else { cfg.sampling.group_size };
+    (or_group(cfg.rescue.unhinted_samples), or_group(cfg.rescue.hinted_samples))
+}
+
+/// The training problems of the configured regime: those of `rescue.stratum` (a stratum of
+/// `mentor probe`, the generated arithmetic problems included), each prompt in
+/// `rescue.prompt`'s style.
+fn regime_tasks(cfg: &TrainConfig, tasks: Vec<Task>) -> Result<Vec<Task>> {
+    use crate::probe::strata;
+    let r = &cfg.rescue;
+    let strata_of = |tasks: &[Task]| {
+        let name = cfg.data.kind.dataset().map_or("data", |d| d.name());
+        if tasks.first().is_some_and(|t| t.domain() == mentor_core::Domain::Code) {
+            strata::by_lines(tasks, name)
+        } else {
+            strata::by_steps(tasks, name)
+        }
+    };
+    let (chosen, examples) = if r.stratum.is_empty() {
+        let examples = strata_of(&tasks).first().map(|s| s.examples.clone()).unwrap_or_default();
+        (tasks, examples)
+    } else if let Some(rest) = r.stratum.strip_prefix("arith ") {
+        // `arith <steps>-step seed <seed>`: as many generated problems as the rescue may use.
+        let parsed = rest
+            .split_once("-step seed ")
+            .and_then(|(steps, seed)| Some((steps.parse::<usize>().ok()?, seed.parse::<u64>().ok()?)));
+        let Some((steps, seed)) = parsed else {
+            return Err(Error::Config {
+                file: "[rescue]".into(),
+                message: format!(
+                    "`rescue.stratum` = \"{}\": expected `arith <steps>-step seed <seed>`",
+                    r.stratum
+                ),
+            });
+        };
+        let n = if r.problems > 0 { r.problems } else { 10 * r.collapsed.max(1) };
+        let s = strata::arith(seed, steps, n, cfg.data.system_prompt.as_deref());
+        (s.tasks, s.examples)
+    } else {
+        let all = strata_of(&tasks);
+        let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
+        let Some(s) = all.into_iter().find(|s| s.name == r.stratum) else {
+            return Err(Error::Config {
+                file: "[rescue]".into(),
+                message: format!(
+                    "`rescue.stratum` = \"{}\" is not a stratum of this data (allowed: {}, or `arith <steps>-step seed <seed>`)",
+                    r.stratum,
+                    names.join(", ")
+                ),
+            });
+        };
+        (s.tasks, s.examples)
+    };
+    Ok(chosen
+        .into_iter()
+        .map(|mut t| {
+            t.prompt = strata::prompt(&t, r.prompt, &examples);
+            t
+        })
+        .collect())
+}
+
+/// The `reference_in_context` arm's hint: the whole reference solution (leaking by design).
+fn reference_in_context(task: &Task) -> Asked {
+    let hint = task.reference_solution().map(|reference| Hint {
+        level: HintLevel::PARTIAL_SOLUTION,
+        text: format!(
+            "Here is a worked solution of this problem:\n{}\nUse it to write your answer.",
+            reference.trim()
+        ),
+        solution_prefix: None,
+        source: HintSource::Reference,
+    });
+    Asked { hint, ..Asked::default() }
+}
+
+/// `random_prefix`'s size match on the problems it was paired on: the mean tokens of the
+/// mentor's level-3 hint, of the control's hint, and the mean absolute difference.
+fn random_prefix_size(rows: &[ArmRow], cells: &[Vec<Cell>]) -> Option<[f64; 3]> {
+    let control = rows.iter().position(|r| r.arm == RescueArm::RandomPrefix)?;
+    let mentor = rows.iter().position(|r| r.arm == RescueArm::Mentor && r.level == Some(3))?;
+    let pairs: Vec<(f64, f64)> = cells[control]
+        .iter()
+        .zip(&cells[mentor])
+        .filter(|(c, _)| !c.excluded)
+        .filter_map(|(c, m)| Some((*m.hint_tokens.first()? as f64, *c.hint_tokens.first()? as f64)))
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let n = pairs.len() as f64;
+    let mean = |f: &dyn Fn(&(f64, f64)) -> f64| pairs.iter().map(f).sum::<f64>() / n;
+    Some([mean(&|p| p.0), mean(&|p| p.1), mean(&|p| (p.0 - p.1).abs())])
 }
 
 /// Level `l` (validated to be in 1..=3 with the config; level 1 otherwise).
@@ -410,28 +598,23 @@ fn cached(
     Ok(a)
 }
 
-/// Samples one round: the retry rows (plain prompt) and every pending hint (the hint placed
-/// by the config's hint format; a level-3 prefix forced as the answer's start under `prefix`
-/// credit, as training does), all in one call; the attempts join their cells.
+/// Samples one round: every pending hint (the hint placed by the config's hint format; a
+/// level-3 prefix forced as the answer's start under `prefix` credit, as training does), `n`
+/// attempts each, all in one call; the attempts join their cells.
 #[allow(clippy::too_many_arguments)] // the round's context, passed down as is
 fn sample_round(
     cfg: &TrainConfig,
     sampler: &mut PairedSampler<'_>,
+    n: usize,
     verifier: &dyn Verifier,
     bar: &ProgressBar,
     problems: &[Problem<'_>],
     cells: &mut [Vec<Cell>],
-    retry_rows: &[(usize, usize)],
     pending: Vec<(usize, usize, Hint)>,
 ) -> Result<()> {
     let iv = &cfg.strategy.intervention;
     let mut owners = Vec::new();
     let mut requests = Vec::new();
-    for &(k, p) in retry_rows {
-        let task = problems[p].task;
-        requests.push(Request { task, key: problems[p].index, prompt: task.prompt.clone(), prefix: None });
-        owners.push((k, p, None));
-    }
     for (k, p, hint) in pending {
         let task = problems[p].task;
         let prefix = match iv.credit {
@@ -444,12 +627,12 @@ fn sample_round(
             prompt: iv.hint_format.apply(task, &hint),
             prefix,
         });
-        owners.push((k, p, Some(hint)));
+        owners.push((k, p, hint));
     }
-    let scored = sampler.sample(&requests, HINTED_STREAM, verifier, bar)?;
+    let scored = sampler.sample(&requests, HINTED_STREAM, n, verifier, bar)?;
     for ((k, p, hint), ss) in owners.into_iter().zip(scored) {
         let cell = &mut cells[k][p];
-        cell.hints.extend(hint);
+        cell.hints.push(hint);
         cell.attempts.extend(ss);
     }
     Ok(())
@@ -459,7 +642,7 @@ fn intervention_line(row: &ArmRow, prob: &Problem<'_>, cell: &Cell) -> Intervent
     InterventionLine {
         problem: prob.task.id.clone(),
         index: prob.index,
-        arm: row.arm.name().to_string(),
+        arm: row.name().to_string(),
         level: row.level,
         category: prob.category(),
         diagnosis: cell.diagnosis.clone(),
@@ -473,11 +656,14 @@ fn intervention_line(row: &ArmRow, prob: &Problem<'_>, cell: &Cell) -> Intervent
         hint_tokens: cell.hint_tokens.clone(),
         mentor_seconds: cell.mentor_seconds,
         cuts: cell.cuts,
+        reliance: cell.reliance.clone(),
+        excluded: cell.excluded,
     }
 }
 
-/// Per-row numbers over the problems `members` (indices into each row's cells), with paired
-/// bootstrap intervals over `bootstrap` resamples of them seeded with `seed`.
+/// Per-row numbers over the problems `members` (indices into each row's cells) the row was
+/// measured on (not excluded), with paired bootstrap intervals over `bootstrap` resamples
+/// (seeded with `seed`) of the problems both rows of a difference were measured on.
 fn summarize(
     rows: &[ArmRow],
     cells: &[Vec<Cell>],
@@ -485,43 +671,54 @@ fn summarize(
     bootstrap: usize,
     seed: u64,
 ) -> Vec<ArmSummary> {
-    let n = members.len();
-    let resamples = stats::resamples(n, bootstrap, seed);
-    let rescued: Vec<Vec<f64>> = cells
-        .iter()
-        .map(|row| members.iter().map(|&p| if row[p].rescued() { 1.0 } else { 0.0 }).collect())
-        .collect();
-    let find = |arm: RescueArm| rows.iter().position(|r| r.arm == arm);
-    let (retry, static_hints) = (find(RescueArm::Retry), find(RescueArm::StaticHints));
+    let rescued = |k: usize, p: usize| if cells[k][p].rescued() { 1.0 } else { 0.0 };
+    let find = |arm: RescueArm| rows.iter().position(|r| r.arm == arm && !r.esc_attempts);
+    let diff = |k: usize, other: Option<usize>| -> Option<[f64; 3]> {
+        let o = other?;
+        let both: Vec<usize> =
+            members.iter().copied().filter(|&p| !cells[k][p].excluded && !cells[o][p].excluded).collect();
+        let a: Vec<f64> = both.iter().map(|&p| rescued(k, p)).collect();
+        let b: Vec<f64> = both.iter().map(|&p| rescued(o, p)).collect();
+        stats::paired_difference(&a, &b, &stats::resamples(both.len(), bootstrap, seed))
+    };
     rows.iter()
         .enumerate()
         .map(|(k, row)| {
-            let cs: Vec<&Cell> = members.iter().map(|&p| &cells[k][p]).collect();
-            let count = rescued[k].iter().filter(|&&x| x > 0.0).count();
+            let measured: Vec<usize> = members.iter().copied().filter(|&p| !cells[k][p].excluded).collect();
+            let n = measured.len();
+            let cs: Vec<&Cell> = measured.iter().map(|&p| &cells[k][p]).collect();
+            let count = cs.iter().filter(|c| c.rescued()).count();
             let samples: usize = cs.iter().map(|c| c.attempts.len()).sum();
             let passes: usize =
                 cs.iter().map(|c| c.attempts.iter().filter(|s| s.attempt.verdict.passed()).count()).sum();
             let tokens: Vec<usize> = cs.iter().flat_map(|c| c.hint_tokens.iter().copied()).collect();
             let calls: usize = cs.iter().map(|c| c.mentor_calls).sum();
             let (lo, hi) = stats::wilson(count, n).unwrap_or((0.0, 1.0));
-            let diff = |other: Option<usize>| {
-                other.and_then(|o| stats::paired_difference(&rescued[k], &rescued[o], &resamples))
-            };
+            let mean_tokens =
+                (!tokens.is_empty()).then(|| tokens.iter().sum::<usize>() as f64 / tokens.len() as f64);
             ArmSummary {
-                arm: row.arm.name().to_string(),
+                arm: row.name().to_string(),
                 level: row.level,
                 rescue_rate: count as f64 / n.max(1) as f64,
                 rescue_ci: [lo, hi],
                 hinted_pass_rate: (samples > 0).then(|| passes as f64 / samples as f64),
                 leaks: cs.iter().map(|c| c.leaks).sum(),
                 guard_rejections: cs.iter().map(|c| c.rejections.len()).sum(),
-                diff_vs_retry: diff(retry),
-                diff_vs_static: diff(static_hints),
+                diff_vs_retry: diff(k, find(RescueArm::Retry)),
+                diff_vs_static: diff(k, find(RescueArm::StaticHints)),
+                diff_vs_wrong_answers: diff(k, find(RescueArm::WrongAnswers)),
+                diff_vs_random_prefix: diff(k, find(RescueArm::RandomPrefix)),
+                diff_vs_where_only: diff(k, find(RescueArm::WhereOnly)),
                 rescued: count,
                 hinted: cs.iter().filter(|c| !c.attempts.is_empty()).count(),
+                excluded: members.len() - n,
                 samples,
-                mean_hint_tokens: (!tokens.is_empty())
-                    .then(|| tokens.iter().sum::<usize>() as f64 / tokens.len() as f64),
+                mean_hint_tokens: mean_tokens,
+                hint_tokens: mean_tokens,
+                leaking: row.arm.leaks_by_design(),
+                reliance: reliance::spread(
+                    &cs.iter().flat_map(|c| c.reliance.iter().copied()).collect::<Vec<_>>(),
+                ),
                 mentor_seconds: (calls > 0)
                     .then(|| cs.iter().map(|c| c.mentor_seconds).sum::<f64>() / calls as f64),
             }
@@ -563,9 +760,75 @@ fn by_category(
                     rescue_rate: a.rescue_rate,
                     diff_vs_retry: a.diff_vs_retry,
                     diff_vs_static: a.diff_vs_static,
+                    reliance: a.reliance,
                 })
                 .collect();
             CategorySummary { category, n: members.len(), arms }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use mentor_core::{MathPayload, Payload, Role};
+
+    use super::*;
+
+    fn gsm(i: usize, steps: usize) -> Task {
+        let solution: Vec<String> = (0..steps).map(|s| format!("x = <<{s}+1={}>>{}", s + 1, s + 1)).collect();
+        let mut t = Task::math(format!("gsm8k/train/{i}"), format!("question {i}"), "1");
+        t.payload = Payload::Math(MathPayload { answer: "1".into(), solution: Some(solution.join("\n")) });
+        t.prompt.insert(0, mentor_core::Message::system("sys"));
+        t
+    }
+
+    fn cfg(sets: &[&str]) -> TrainConfig {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        TrainConfig::load("rescue-gsm8k-smollm2", &sets).unwrap()
+    }
+
+    #[test]
+    fn the_regime_draws_the_stratum_in_the_prompt_style() {
+        let tasks: Vec<Task> = (0..12).map(|i| gsm(i, 1 + i % 6)).collect();
+        // The preset: GSM8K's easiest stratum, few-shot.
+        let got = regime_tasks(&cfg(&[]), tasks.clone()).unwrap();
+        assert!(got.iter().all(|t| crate::probe::strata::gsm8k_steps(t) <= 2), "{got:?}");
+        let roles: Vec<Role> = got[0].prompt.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::Assistant, Role::User, Role::Assistant, Role::User]
+        );
+        // The generated stratum, as many problems as asked.
+        let got = regime_tasks(
+            &cfg(&["rescue.stratum=\"arith 3-step seed 4\"", "rescue.problems=7"]),
+            tasks.clone(),
+        )
+        .unwrap();
+        assert_eq!(got.len(), 7);
+        assert!(got[0].id.starts_with("arith/4/3/"), "{}", got[0].id);
+        // Every problem, as the run builds its prompt.
+        let got =
+            regime_tasks(&cfg(&["rescue.stratum=\"\"", "rescue.prompt=\"system\""]), tasks.clone()).unwrap();
+        assert_eq!(got, tasks);
+        // A stratum the data does not have is named with the ones it has.
+        let e = regime_tasks(&cfg(&["rescue.stratum=\"gsm8k steps<=9\""]), tasks.clone())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rescue.stratum") && e.contains("gsm8k steps 3-4"), "{e}");
+        let e = regime_tasks(&cfg(&["rescue.stratum=\"arith two steps\""]), tasks).unwrap_err().to_string();
+        assert!(e.contains("arith <steps>-step seed <seed>"), "{e}");
+    }
+
+    #[test]
+    fn the_presets_hold_the_probed_regimes() {
+        let g = TrainConfig::load("rescue-gsm8k-smollm2", &[]).unwrap();
+        assert_eq!((g.rescue.stratum.as_str(), g.sampling.temperature), ("gsm8k steps<=2", 0.6));
+        let a = TrainConfig::load("rescue-arith-smollm2", &[]).unwrap();
+        assert_eq!((a.rescue.stratum.as_str(), a.sampling.temperature), ("arith 2-step seed 0", 0.3));
+        for c in [&g, &a] {
+            assert_eq!(group_sizes(c), (4, 2));
+            assert_eq!(c.rescue.prompt, crate::probe::strata::PromptStyle::FewShot);
+            assert_eq!(c.sampling.max_new_tokens, 128);
+        }
+    }
 }

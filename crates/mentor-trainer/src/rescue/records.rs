@@ -70,6 +70,13 @@ pub struct InterventionLine {
     /// `random_prefix`: reference pieces the mentor's level-3 prefix showed, and the control's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuts: Option<[usize; 2]>,
+    /// Reliance of each rescued hinted attempt (mean token log-prob without the hint minus with
+    /// it; `rescue::reliance`).
+    #[serde(default)]
+    pub reliance: Vec<f64>,
+    /// Left out of this arm's rates and comparisons (`random_prefix` without another cut).
+    #[serde(default)]
+    pub excluded: bool,
 }
 
 /// One arm row of the summary.
@@ -95,14 +102,39 @@ pub struct ArmSummary {
     pub diff_vs_retry: Option<[f64; 3]>,
     /// The same to `static_hints`.
     pub diff_vs_static: Option<[f64; 3]>,
+    /// The same to `wrong_answers` (the answers-only control).
+    #[serde(default)]
+    pub diff_vs_wrong_answers: Option<[f64; 3]>,
+    /// The same to the size-matched `random_prefix`, over the problems it has a cut for.
+    #[serde(default)]
+    pub diff_vs_random_prefix: Option<[f64; 3]>,
+    /// The same to `where_only` (the location-only control).
+    #[serde(default)]
+    pub diff_vs_where_only: Option<[f64; 3]>,
     /// Problems rescued.
     pub rescued: usize,
     /// Problems the arm showed a hint for (`retry`: all).
     pub hinted: usize,
+    /// Collapsed problems left out of this row's rates and differences (`random_prefix`: no
+    /// other cut than the mentor's).
+    #[serde(default)]
+    pub excluded: usize,
+    /// Whether the arm shows the answer by construction (`reference_in_context`): an upper
+    /// bound for scale, never a method.
+    #[serde(default)]
+    pub leaking: bool,
+    /// Hint reliance of the rescued hinted attempts: `[mean, sd, n]` of (mean token log-prob
+    /// without the hint − with it); near 0, the success does not lean on the hint (`null`:
+    /// nothing rescued, or no hint).
+    #[serde(default)]
+    pub reliance: Option<[f64; 3]>,
     /// Hinted attempts sampled.
     pub samples: usize,
     /// Mean tokens of the hints shown (`null`: none).
     pub mean_hint_tokens: Option<f64>,
+    /// The same (the name the matched comparisons use).
+    #[serde(default)]
+    pub hint_tokens: Option<f64>,
     /// Mean seconds in the mentor per intervention (`null`: no mentor).
     pub mentor_seconds: Option<f64>,
 }
@@ -131,6 +163,26 @@ pub struct CategoryArm {
     pub diff_vs_retry: Option<[f64; 3]>,
     /// The same to `static_hints`.
     pub diff_vs_static: Option<[f64; 3]>,
+    /// Hint reliance within the category (`[mean, sd, n]`).
+    #[serde(default)]
+    pub reliance: Option<[f64; 3]>,
+}
+
+/// Where the learner was measured: the sampling and the problems.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Regime {
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Most new tokens per attempt.
+    pub max_new_tokens: usize,
+    /// `system` or `few_shot`.
+    pub prompt: String,
+    /// The `mentor probe` stratum the problems come from (`null`: every training problem).
+    pub stratum: Option<String>,
+    /// Unhinted attempts per problem.
+    pub unhinted_samples: usize,
+    /// Hinted attempts per intervention round.
+    pub hinted_samples: usize,
 }
 
 /// The summary of a measurement (`summary.json`; `mentor rescue --json` prints it).
@@ -146,8 +198,14 @@ pub struct Summary {
     pub by_category: Vec<CategorySummary>,
     /// Problems sampled without hints.
     pub problems: usize,
-    /// Attempts per problem and per intervention (G).
+    /// Attempts per intervention and escalation round (G').
     pub group_size: usize,
+    /// Unhinted attempts per problem (G): a problem is collapsed when none passes.
+    #[serde(default)]
+    pub unhinted_samples: usize,
+    /// The regime the measurement ran at.
+    #[serde(default)]
+    pub regime: Regime,
     /// Sampling temperature.
     pub temperature: f64,
     /// Most new tokens per attempt.
@@ -158,8 +216,12 @@ pub struct Summary {
     pub data: String,
     /// How a level-3 prefix reached the learner (`strategy.intervention.credit`).
     pub credit: String,
-    /// `random_prefix`: collapsed problems where the control's cut differed from the mentor's.
+    /// `random_prefix`: collapsed problems it had a cut for (always another than the mentor's).
     pub random_prefix_distinct: usize,
+    /// `random_prefix`'s size match: mean tokens of the mentor's level-3 hint and of the
+    /// control's on the paired problems, and their mean absolute difference.
+    #[serde(default)]
+    pub random_prefix_size: Option<[f64; 3]>,
     /// Rows generated (unhinted and hinted), and their tokens.
     pub rows: usize,
     /// Tokens generated.

@@ -12,6 +12,7 @@ pub fn label(arm: &str, level: Option<u8>) -> String {
     match (leveled, level) {
         (true, Some(l)) => format!("{arm} L{l}"),
         (true, None) => format!("{arm} esc"),
+        _ if arm == "retry_esc_attempts" => "retry (esc attempts)".to_string(),
         _ => arm.to_string(),
     }
 }
@@ -28,30 +29,47 @@ fn opt(x: Option<f64>, decimals: usize) -> String {
 }
 
 fn cells(a: &ArmSummary, collapsed: usize) -> Vec<String> {
+    let mut name = label(&a.arm, a.level);
+    if a.leaking {
+        name.push_str(" (leaks: bound, not a method)");
+    }
     vec![
-        label(&a.arm, a.level),
-        format!("{}/{collapsed}", a.rescued),
+        name,
+        format!("{}/{}", a.rescued, collapsed - a.excluded),
         format!("{:.3} [{:.3}, {:.3}]", a.rescue_rate, a.rescue_ci[0], a.rescue_ci[1]),
         opt(a.hinted_pass_rate, 3),
         diff(a.diff_vs_retry),
         diff(a.diff_vs_static),
+        diff(a.diff_vs_wrong_answers),
+        diff(a.diff_vs_random_prefix),
+        diff(a.diff_vs_where_only),
         a.leaks.to_string(),
         a.guard_rejections.to_string(),
         opt(a.mean_hint_tokens, 1),
+        reliance(a.reliance),
         opt(a.mentor_seconds.map(|s| s * 1000.0), 2),
     ]
 }
 
-const HEADER: [&str; 10] = [
+/// `mean ± sd (n)`.
+fn reliance(r: Option<[f64; 3]>) -> String {
+    r.map_or_else(|| "–".into(), |[m, sd, n]| format!("{m:+.2} ± {sd:.2} ({n})"))
+}
+
+const HEADER: [&str; 14] = [
     "arm",
     "rescued",
     "rescue rate [95% CI]",
     "hinted pass",
     "Δ vs retry [95% CI]",
     "Δ vs static [95% CI]",
+    "Δ vs wrong_answers",
+    "Δ vs random_prefix",
+    "Δ vs where_only",
     "leaks",
     "guard rej.",
     "hint tokens",
+    "reliance",
     "mentor ms",
 ];
 
@@ -83,19 +101,22 @@ fn md_table(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String 
 pub fn markdown(s: &Summary) -> String {
     let mut out = String::from("# Rescue measurement\n\n");
     out.push_str(&format!(
-        "Learner `{}` on `{}`: {} problems sampled without hints, G = {} attempts each at temperature {}, \
-         at most {} new tokens; unhinted pass rate {:.3}. **{} problems collapsed** (all G attempts failed); \
-         every arm below was measured on each of them with G hinted attempts whose seeds depend only on the \
+        "Learner `{}` on `{}` (stratum: {}; prompt: {}): {} problems sampled without hints, G = {} attempts each at temperature {}, \
+         at most {} new tokens; unhinted pass rate {:.3}. **{} problems collapsed** (no attempt passed); \
+         every arm below was measured on each of them with G' = {} hinted attempts per round whose seeds depend only on the \
          problem and the attempt's index (paired). Level-3 prefixes reach the learner under `{}` credit. \
          {} rows, {} tokens generated in {:.0} s ({:.0} s unhinted).\n\n",
         s.model,
         s.data,
+        s.regime.stratum.as_deref().unwrap_or("all"),
+        if s.regime.prompt.is_empty() { "system" } else { &s.regime.prompt },
         s.problems,
-        s.group_size,
+        s.unhinted_samples,
         s.temperature,
         s.max_new_tokens,
         s.base_pass_rate,
         s.collapsed,
+        s.group_size,
         s.credit,
         s.rows,
         s.tokens,
@@ -112,13 +133,14 @@ pub fn markdown(s: &Summary) -> String {
     for c in &s.by_category {
         out.push_str(&format!("### `{}` (n = {})\n\n", c.category, c.n));
         out.push_str(&md_table(
-            &["arm", "rescue rate", "Δ vs retry [95% CI]", "Δ vs static [95% CI]"],
+            &["arm", "rescue rate", "Δ vs retry [95% CI]", "Δ vs static [95% CI]", "reliance"],
             c.arms.iter().map(|a| {
                 vec![
                     label(&a.arm, a.level),
                     format!("{:.3}", a.rescue_rate),
                     diff(a.diff_vs_retry),
                     diff(a.diff_vs_static),
+                    reliance(a.reliance),
                 ]
             }),
         ));
@@ -136,16 +158,29 @@ pub fn markdown(s: &Summary) -> String {
          collapsed is partly bad luck, so `retry` rescues some problems on its own.\n\
          - `mentor esc` escalates 1 → 2 → 3 while every hinted attempt fails, so it draws up to 3G attempts \
          per problem against the others' G: compare it with that in mind.\n\
-         - `random_prefix` is the level-3 control: the mentor's level-3 template with the reference cut at a \
-         random step instead of the diagnosed one; it differed from the mentor's cut on {} of {} problems \
-         (on the others the solution has too few steps for another cut, or level 3 showed no prefix).\n\
+         - `random_prefix` is the level-3 control, matched in size: the mentor's level-3 template with the \
+         reference cut at the other step boundary whose hint is nearest in tokens to the mentor's; it had such \
+         a cut on {} of {} problems, and the others (too few steps for another cut, or level 3 showed no \
+         prefix) are left out of its rate and of every difference against it. Mean hint tokens, mentor \
+         level 3 against the control on those problems, and the mean absolute difference: {}.\n\
+         - **reliance**: for each rescued hinted attempt, its mean token log-prob without the hint minus \
+         with it (teacher-forced, temperature 1; a forced prefix is context on both sides); `mean ± sd (n)`. \
+         Near 0: the learner writes that success almost as readily without the hint, so training on it moves \
+         the unhinted policy; strongly negative: the success leans on the hint.\n\
+         - `wrong_answers` says only which final answers were wrong (code: which tests failed); `where_only` \
+         only where the diagnosis puts the first mistake and what kind it is. Against them, a diagnosed hint \
+         shows what the diagnosis's content adds. `retry (esc attempts)` draws as many attempts per problem as \
+         `mentor esc` did. `reference_in_context` shows the whole reference: a bound for scale, never a method.\n\
          - **leaks**: accepted hints from which the verifier alone (math checker, or the code sandbox and the \
          reference-overlap check) reads a correct answer. **guard rej.**: hints the guard refused.\n\
          - A rescue is not transfer: it shows the *hinted* attempt succeeds more often. Whether training on \
          rescued groups raises *unhinted* accuracy is what a training run (`mentor train`, `mentor report`) \
          measures.\n\n\
          Every intervention (problem, diagnosis, hints, hinted attempts and rewards) is in `{RESCUE_FILE}`.\n",
-        s.random_prefix_distinct, s.collapsed
+        s.random_prefix_distinct,
+        s.collapsed,
+        s.random_prefix_size
+            .map_or_else(|| "–".to_string(), |[m, c, d]| format!("{m:.1} against {c:.1} (mean |Δ| {d:.1})"))
     ));
     out
 }
@@ -241,10 +276,17 @@ mod tests {
             guard_rejections: 1,
             diff_vs_retry: Some([rate - 0.1, rate - 0.2, rate]),
             diff_vs_static: None,
+            diff_vs_wrong_answers: None,
+            diff_vs_random_prefix: None,
+            diff_vs_where_only: None,
             rescued: (rate * 10.0) as usize,
             hinted: 10,
+            excluded: 0,
+            leaking: false,
+            reliance: None,
             samples: 20,
             mean_hint_tokens: Some(12.5),
+            hint_tokens: Some(12.5),
             mentor_seconds: Some(0.002),
         }
     }
@@ -257,12 +299,15 @@ mod tests {
             by_category: vec![],
             problems: 12,
             group_size: 2,
+            unhinted_samples: 4,
+            regime: Default::default(),
             temperature: 1.0,
             max_new_tokens: 64,
             model: "smollm2".into(),
             data: "gsm8k:train".into(),
             credit: "prefix".into(),
             random_prefix_distinct: 3,
+            random_prefix_size: Some([40.0, 38.0, 4.5]),
             rows: 100,
             tokens: 4000,
             seconds: 12.0,

@@ -41,15 +41,16 @@ pub struct Scored {
     pub attempt: Attempt,
     /// Tokens generated.
     pub tokens: usize,
+    /// The generated token ids (after the forced prefix).
+    pub ids: Vec<u32>,
 }
 
-/// Samples and verifies requests with per-row seeds, `n` rows per request, at most
-/// `batch_rows` rows per generate call.
+/// Samples and verifies requests with per-row seeds, at most `batch_rows` rows per generate
+/// call.
 pub struct PairedSampler<'a> {
     policy: &'a Policy,
     config: GenerateConfig,
     seed: u64,
-    n: usize,
     batch_rows: usize,
     cache: HashMap<String, Vec<Scored>>,
     /// Tokens generated so far.
@@ -65,11 +66,10 @@ impl<'a> PairedSampler<'a> {
         sampler: Sampler,
         max_new_tokens: usize,
         seed: u64,
-        n: usize,
         batch_rows: usize,
     ) -> Self {
         let config = GenerateConfig { sampler, max_new_tokens, ..GenerateConfig::default() };
-        Self { policy, config, seed, n, batch_rows, cache: HashMap::new(), tokens: 0, rows: 0 }
+        Self { policy, config, seed, batch_rows, cache: HashMap::new(), tokens: 0, rows: 0 }
     }
 
     /// The seed of row `g` of problem `key` in `stream`.
@@ -77,20 +77,22 @@ impl<'a> PairedSampler<'a> {
         mix(&[self.seed, stream, key, g as u64])
     }
 
-    /// Samples every request in `stream` (rows of a request seeded by its problem and the
-    /// sample index only) and verifies them in one batch; one list of `n` per request, in
-    /// order. Requests of the hinted stream seen before (same problem, prompt and prefix)
+    /// Samples `n` rows of every request in `stream` (rows of a request seeded by its problem
+    /// and the sample index only, so the first `m` of `n` rows are the `m` rows asked for
+    /// alone) and verifies them in one batch; one list of `n` per request, in order. Requests of the hinted stream seen before (same problem, prompt and prefix)
     /// are answered from memory: their rows have the same seeds, so sampling them again would
     /// draw the same completions.
     pub fn sample(
         &mut self,
         requests: &[Request<'_>],
         stream: u64,
+        n: usize,
         verifier: &dyn Verifier,
         bar: &ProgressBar,
     ) -> Result<Vec<Vec<Scored>>> {
-        let key =
-            |r: &Request<'_>| format!("{stream}\u{0}{}\u{0}{:?}\u{0}{:?}", r.task.id, r.prompt, r.prefix);
+        let key = |r: &Request<'_>| {
+            format!("{stream}\u{0}{n}\u{0}{}\u{0}{:?}\u{0}{:?}", r.task.id, r.prompt, r.prefix)
+        };
         let mut fresh: Vec<usize> = Vec::new();
         let mut seen: HashMap<String, usize> = HashMap::new();
         for (i, r) in requests.iter().enumerate() {
@@ -101,7 +103,7 @@ impl<'a> PairedSampler<'a> {
             }
         }
         let drawn =
-            self.draw(&fresh.iter().map(|&i| &requests[i]).collect::<Vec<_>>(), stream, verifier, bar)?;
+            self.draw(&fresh.iter().map(|&i| &requests[i]).collect::<Vec<_>>(), stream, n, verifier, bar)?;
         for (&i, scored) in fresh.iter().zip(drawn) {
             self.cache.insert(key(&requests[i]), scored);
         }
@@ -118,10 +120,11 @@ impl<'a> PairedSampler<'a> {
         &mut self,
         requests: &[&Request<'_>],
         stream: u64,
+        n: usize,
         verifier: &dyn Verifier,
         bar: &ProgressBar,
     ) -> Result<Vec<Vec<Scored>>> {
-        let (policy, n) = (self.policy, self.n);
+        let policy = self.policy;
         let tok = policy.tokenizer();
         let mut prompts = Vec::with_capacity(requests.len());
         for r in requests {
@@ -177,6 +180,7 @@ impl<'a> PairedSampler<'a> {
         }
         let mut scored = gens.into_iter().zip(verdicts).enumerate().map(|(i, (g, verdict))| Scored {
             tokens: g.token_ids.len(),
+            ids: g.token_ids,
             attempt: Attempt {
                 completion: Completion {
                     task_id: requests[i / n].task.id.clone(),
@@ -206,7 +210,7 @@ mod tests {
     }
 
     fn sampler(p: &Policy, batch_rows: usize) -> PairedSampler<'_> {
-        PairedSampler::new(p, Sampler { temperature: 1.0, top_p: 1.0, top_k: 0 }, 8, 3, 3, batch_rows)
+        PairedSampler::new(p, Sampler { temperature: 1.0, top_p: 1.0, top_k: 0 }, 8, 3, batch_rows)
     }
 
     fn texts(s: &[Scored]) -> Vec<&str> {
@@ -229,10 +233,11 @@ mod tests {
 
         // Arm 1 samples the retry alone; arm 2 samples the empty hint among others, in small
         // batches and without the memory of the first sampler.
-        let alone = sampler(&p, 64).sample(&[retry], HINTED_STREAM, &verifier, &bar).unwrap();
+        let alone = sampler(&p, 64).sample(&[retry], HINTED_STREAM, 3, &verifier, &bar).unwrap();
         let mut s2 = sampler(&p, 3);
-        let mixed =
-            s2.sample(&[other.clone(), hinted.clone(), empty_hint], HINTED_STREAM, &verifier, &bar).unwrap();
+        let mixed = s2
+            .sample(&[other.clone(), hinted.clone(), empty_hint], HINTED_STREAM, 3, &verifier, &bar)
+            .unwrap();
         assert_eq!(s2.rows, 9, "three requests of three rows, none from memory");
         assert_eq!(texts(&alone[0]), texts(&mixed[2]));
         assert_eq!(alone[0], mixed[2]);
@@ -243,10 +248,26 @@ mod tests {
         assert!(t[0] != t[1] || t[1] != t[2], "{t:?}");
         // The first-attempt stream draws other samples of the same prompt.
         let base =
-            sampler(&p, 64).sample(std::slice::from_ref(&hinted), BASE_STREAM, &verifier, &bar).unwrap();
+            sampler(&p, 64).sample(std::slice::from_ref(&hinted), BASE_STREAM, 3, &verifier, &bar).unwrap();
         assert_ne!(texts(&base[0]), texts(&mixed[1]));
         // Asked again, a hinted request is answered from memory, unchanged.
-        let again = s2.sample(&[hinted], HINTED_STREAM, &verifier, &bar).unwrap();
+        let again = s2.sample(&[hinted], HINTED_STREAM, 3, &verifier, &bar).unwrap();
         assert_eq!((s2.rows, &again[0]), (9, &mixed[1]));
+    }
+
+    /// The rows of a request are its first ones whatever `n`: a retry of `n` attempts holds the
+    /// retry of fewer (the escalation-matched retry takes its first ones).
+    #[test]
+    fn fewer_attempts_are_the_first_of_more() {
+        let p = policy();
+        let verifier = crate::verify::DomainVerifier::new(None);
+        let bar = ProgressBar::hidden();
+        let a = Task::math("a", "12+3=", "15");
+        let r = Request { task: &a, key: 4, prompt: a.prompt.clone(), prefix: None };
+        let two =
+            sampler(&p, 64).sample(std::slice::from_ref(&r), HINTED_STREAM, 2, &verifier, &bar).unwrap();
+        let six =
+            sampler(&p, 64).sample(std::slice::from_ref(&r), HINTED_STREAM, 6, &verifier, &bar).unwrap();
+        assert_eq!(two[0][..], six[0][..2]);
     }
 }
