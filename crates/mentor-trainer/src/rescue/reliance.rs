@@ -52,9 +52,24 @@ fn mean_logprobs(
     Ok(out)
 }
 
-/// Reliance of each attempt (see the module docs), `batch_rows` rows per pass. Attempts with
-/// an empty completion get 0.
+/// Rows per teacher-forced pass: a pass holds the logits of its rows' completion columns
+/// (49,152 floats per token on SmolLM2) besides one layer's activations.
+const ROWS_PER_PASS: usize = 8;
+
+/// Reliance of each attempt (see the module docs), at most `batch_rows` (and 8) rows per pass.
+/// Attempts with an empty completion get 0.
+///
+/// The passes run on a frozen copy of the policy (its weights detached, one copy of them for
+/// the whole call): on the trainable policy the projections record their inputs even under
+/// the no-grad kernels, and a pass over 64 few-shot rows held every layer's activations until
+/// the process was killed at 24 GB.
 pub fn reliance(policy: &Policy, attempts: &[Rescued], batch_rows: usize) -> Result<Vec<f64>> {
+    if attempts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let frozen = policy.frozen_copy()?;
+    let policy = &frozen;
+    let batch_rows = batch_rows.clamp(1, ROWS_PER_PASS);
     let tok = policy.tokenizer();
     let context = |messages: &[Message], prefix: &Option<String>| -> Result<Vec<u32>> {
         let mut ids = policy.encode_chat(messages)?;
