@@ -85,7 +85,7 @@ fn rescue_measures_every_arm_on_the_collapsed_problems_and_writes_its_files() {
     assert_eq!(arms[0]["samples"], 6);
     // The escalation-matched retry drew as many attempts per problem as `mentor esc`.
     let esc = arms.iter().find(|a| a["arm"] == "mentor" && a["level"].is_null()).unwrap();
-    assert_eq!(arms[1]["samples"], esc["samples"].as_u64().unwrap().max(6));
+    assert_eq!(arms[1]["samples"], esc["samples"]);
     assert_eq!(s["unhinted_samples"], 2);
     assert_eq!(s["regime"]["prompt"], "few_shot");
 
@@ -100,7 +100,7 @@ fn rescue_measures_every_arm_on_the_collapsed_problems_and_writes_its_files() {
         let rewards = line["rewards"].as_array().unwrap().len();
         match line["arm"].as_str().unwrap() {
             "retry" => assert_eq!((hints, rewards), (0, 2)),
-            "retry_esc_attempts" => assert!(hints == 0 && (2..=6).contains(&rewards), "{line}"),
+            "retry_esc_attempts" => assert!(hints == 0 && rewards <= 6, "{line}"),
             // Escalation asks again while every attempt fails: up to three hints.
             "mentor" if line["level"].is_null() => assert!(hints <= 3 && rewards == 2 * hints, "{line}"),
             _ => assert!(hints <= 1 && rewards == 2 * hints, "{line}"),

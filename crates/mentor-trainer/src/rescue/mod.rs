@@ -352,7 +352,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
     if let Some(esc) = rows.iter().position(|row| row.arm == RescueArm::Mentor && row.escalates()) {
         for &(k, p) in &retry_rows {
             if rows[k].esc_attempts {
-                let n = cells[esc][p].attempts.len().clamp(g_hint, pool[&p].len());
+                let n = cells[esc][p].attempts.len().min(pool[&p].len());
                 cells[k][p].attempts = pool[&p][..n].to_vec();
             }
         }
