@@ -97,3 +97,8 @@ pub fn mix(parts: &[u64]) -> u64 {
     }
     h
 }
+
+/// A stable 64-bit key of a string (FNV-1a): task ids and names as [`mix`] parts.
+pub fn str_key(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}

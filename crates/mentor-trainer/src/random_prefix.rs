@@ -22,6 +22,18 @@ pub fn pieces(task: &Task) -> Vec<String> {
     }
 }
 
+/// `mentor_hint` with its forced prefix (`prefix`, also replaced in its text) cut to the first
+/// `m` of `pieces`.
+fn twin(mentor_hint: &Hint, prefix: &str, pieces: &[String], m: usize) -> Hint {
+    let new_prefix = pieces[..m].join("\n");
+    let text = if mentor_hint.text.contains(prefix) {
+        mentor_hint.text.replacen(prefix, &new_prefix, 1)
+    } else {
+        mentor_hint.text.clone()
+    };
+    Hint { text, solution_prefix: Some(new_prefix), ..mentor_hint.clone() }
+}
+
 /// The control built from a mentor's level-3 hint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Control {
@@ -63,14 +75,7 @@ pub fn control(task: &Task, mentor_hint: &Hint, seed: u64, guard: &Guard) -> Con
         };
     }
     let m = cuts[StdRng::seed_from_u64(seed).random_range(0..cuts.len())];
-    let new_prefix = pieces[..m].join("\n");
-    let text = if mentor_hint.text.contains(prefix) {
-        mentor_hint.text.replacen(prefix, &new_prefix, 1)
-    } else {
-        mentor_hint.text.clone()
-    };
-    let hint = Hint { text, solution_prefix: Some(new_prefix), ..mentor_hint.clone() };
-    match guard.check(task, hint) {
+    match guard.check(task, twin(mentor_hint, prefix, &pieces, m)) {
         GuardOutcome::Accepted(h) | GuardOutcome::Redacted { hint: h, .. } => {
             Control { hint: Some(h), rejections: Vec::new(), mentor_cut: n, random_cut: m }
         }
@@ -97,18 +102,9 @@ pub fn size_matched(
     let pieces = pieces(task);
     let n = prefix.lines().count();
     let target = tokens(&mentor_hint.text);
-    let twin = |m: usize| {
-        let new_prefix = pieces[..m].join("\n");
-        let text = if mentor_hint.text.contains(prefix) {
-            mentor_hint.text.replacen(prefix, &new_prefix, 1)
-        } else {
-            mentor_hint.text.clone()
-        };
-        Hint { text, solution_prefix: Some(new_prefix), ..mentor_hint.clone() }
-    };
     let (m, hint) = (1..pieces.len())
         .filter(|&m| m != n)
-        .map(|m| (m, twin(m)))
+        .map(|m| (m, twin(mentor_hint, prefix, &pieces, m)))
         .min_by_key(|(m, h)| (tokens(&h.text).abs_diff(target), *m))?;
     Some(match guard.check(task, hint) {
         GuardOutcome::Accepted(h) | GuardOutcome::Redacted { hint: h, .. } => {
@@ -146,15 +142,12 @@ impl Mentor for RandomPrefix {
     fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
         let mut out = self.inner.intervene(request)?;
         if let Some(hint) = out.hint.take() {
-            let seed =
-                crate::policy::mix(&[
-                    self.seed,
-                    0x0c04_7501,
-                    request.task.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-                    }),
-                    request.previous_hints.len() as u64,
-                ]);
+            let seed = crate::policy::mix(&[
+                self.seed,
+                0x0c04_7501,
+                crate::policy::str_key(&request.task.id),
+                request.previous_hints.len() as u64,
+            ]);
             let c = control(request.task, &hint, seed, &self.guard);
             out.hint = c.hint;
             out.rejections.extend(c.rejections);

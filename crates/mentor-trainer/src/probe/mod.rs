@@ -131,11 +131,6 @@ pub struct ProbeReport {
     pub budget_hit: bool,
 }
 
-/// A stable 64-bit key of a task id (FNV-1a): its attempts' seeds.
-fn task_key(id: &str) -> u64 {
-    id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
 /// One attempt, read at every length: per length, whether it passed, whether it had ended, and
 /// its tokens within the length.
 type Reading = Vec<(bool, bool, usize)>;
@@ -172,7 +167,7 @@ fn draw(
     for &i in &order {
         for g in 0..n {
             rows.push(prompts[i].clone());
-            seeds.push(mix(&[seed, PROBE_STREAM, task_key(&items[i].0.id), g as u64]));
+            seeds.push(mix(&[seed, PROBE_STREAM, crate::policy::str_key(&items[i].0.id), g as u64]));
             owner.push((i, g));
         }
     }
@@ -372,8 +367,7 @@ pub fn run(
     };
     let name = cfg.data.kind.dataset().map_or("data", |d| d.name()).to_string();
     let code_data = tasks.first().is_some_and(|t| t.domain() == mentor_core::Domain::Code);
-    let mut strata =
-        if code_data { strata::by_lines(&tasks, &name) } else { strata::by_steps(&tasks, &name) };
+    let mut strata = strata::of_dataset(&tasks, &name);
     if strata.is_empty() {
         return Err(Error::Missing("no training task has a reference solution to stratify by".into()));
     }
@@ -495,7 +489,7 @@ mod tests {
         }
         // And the texts themselves: generating at 3 gives the first 3 tokens of generating at 9.
         let prompt = vec![p.encode_chat(&t[0].prompt).unwrap()];
-        let seed = [mix(&[5, PROBE_STREAM, task_key(&t[0].id), 0])];
+        let seed = [mix(&[5, PROBE_STREAM, crate::policy::str_key(&t[0].id), 0])];
         let cfg = |l| GenerateConfig {
             sampler: Sampler { temperature: 1.0, top_p: 1.0, top_k: 0 },
             max_new_tokens: l,

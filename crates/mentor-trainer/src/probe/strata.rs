@@ -117,6 +117,15 @@ pub fn by_lines(tasks: &[Task], dataset: &str) -> Vec<Stratum> {
     binned(tasks, reference_lines, (3, 6), &format!("{dataset} lines"), true)
 }
 
+/// A dataset's strata: by reference lines for code tasks, by calculator steps otherwise.
+pub fn of_dataset(tasks: &[Task], dataset: &str) -> Vec<Stratum> {
+    if tasks.first().is_some_and(|t| t.domain() == mentor_core::Domain::Code) {
+        by_lines(tasks, dataset)
+    } else {
+        by_steps(tasks, dataset)
+    }
+}
+
 /// Index of the first arithmetic example: far past any sample the probe draws.
 const ARITH_EXAMPLES_AT: u64 = 1 << 40;
 

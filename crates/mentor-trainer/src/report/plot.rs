@@ -108,9 +108,7 @@ pub fn arm_color(arm: &str) -> (u8, u8, u8) {
         Some(known) => known_arm_color(known).0,
         None => {
             // FNV-1a: stable across runs and platforms.
-            let hash = arm
-                .bytes()
-                .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+            let hash = crate::policy::str_key(arm);
             OTHER_PALETTE[(hash % OTHER_PALETTE.len() as u64) as usize]
         }
     }

@@ -490,14 +490,8 @@ fn group_sizes(cfg: &TrainConfig) -> (usize, usize) {
 fn regime_tasks(cfg: &TrainConfig, tasks: Vec<Task>) -> Result<Vec<Task>> {
     use crate::probe::strata;
     let r = &cfg.rescue;
-    let strata_of = |tasks: &[Task]| {
-        let name = cfg.data.kind.dataset().map_or("data", |d| d.name());
-        if tasks.first().is_some_and(|t| t.domain() == mentor_core::Domain::Code) {
-            strata::by_lines(tasks, name)
-        } else {
-            strata::by_steps(tasks, name)
-        }
-    };
+    let strata_of =
+        |tasks: &[Task]| strata::of_dataset(tasks, cfg.data.kind.dataset().map_or("data", |d| d.name()));
     let (chosen, examples) = if r.stratum.is_empty() {
         let examples = strata_of(&tasks).first().map(|s| s.examples.clone()).unwrap_or_default();
         (tasks, examples)
