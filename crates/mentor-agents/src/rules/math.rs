@@ -5,7 +5,7 @@
 use mentor_core::numbers::format_number;
 use mentor_core::{Attempt, Diagnosis, Evidence, FailureCategory, Feedback, MathOutcome, MathRelation, Task};
 
-use super::numbers::{arithmetic_slips, numbers, same};
+use super::numbers::{arithmetic_slips, computations, numbers, same, Computation};
 
 /// One step of a reference solution.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,6 +14,8 @@ pub struct ReferenceStep {
     pub text: String,
     /// The value the step establishes (the note's result, else the step's last number).
     pub result: Option<f64>,
+    /// The left side of the step's last calculator note (`72-24`), when it has one.
+    pub expr: Option<String>,
 }
 
 /// Splits a reference solution into steps: lines for GSM8K-style rationales (and any
@@ -32,26 +34,28 @@ pub fn reference_steps(solution: &str) -> Vec<ReferenceStep> {
         if piece.is_empty() || piece.starts_with("####") {
             continue;
         }
-        let (text, note_result) = strip_notes(piece);
+        let (text, note_result, note_expr) = strip_notes(piece);
         if !pending.is_empty() {
             pending.push(' ');
         }
         pending.push_str(&text);
         let result = note_result.or_else(|| numbers(&text).last().map(|f| f.value));
         if result.is_some() {
-            steps.push(ReferenceStep { text: std::mem::take(&mut pending), result });
+            steps.push(ReferenceStep { text: std::mem::take(&mut pending), result, expr: note_expr });
         }
     }
     if !pending.is_empty() {
-        steps.push(ReferenceStep { text: pending, result: None });
+        steps.push(ReferenceStep { text: pending, result: None, expr: None });
     }
     steps
 }
 
-/// Removes `<<expr=result>>` notes, returning the clean text and the last note's result.
-fn strip_notes(s: &str) -> (String, Option<f64>) {
+/// Removes `<<expr=result>>` notes, returning the clean text and the last note's result and
+/// left side.
+fn strip_notes(s: &str) -> (String, Option<f64>, Option<String>) {
     let mut out = String::with_capacity(s.len());
     let mut result = None;
+    let mut expr = None;
     let mut rest = s;
     while let Some(open) = rest.find("<<") {
         out.push_str(&rest[..open]);
@@ -61,12 +65,15 @@ fn strip_notes(s: &str) -> (String, Option<f64>) {
         };
         let note = &rest[open + 2..open + close];
         if let Some(eq) = note.rfind('=') {
-            result = numbers(&note[eq + 1..]).first().map(|f| f.value).or(result);
+            if let Some(r) = numbers(&note[eq + 1..]).first() {
+                result = Some(r.value);
+                expr = Some(note[..eq].trim().to_string());
+            }
         }
         rest = &rest[open + close + 2..];
     }
     out.push_str(rest);
-    (out.split_whitespace().collect::<Vec<_>>().join(" "), result)
+    (out.split_whitespace().collect::<Vec<_>>().join(" "), result, expr)
 }
 
 /// The 0-based index of the first reference step whose result does not appear in `attempt`
@@ -94,6 +101,8 @@ fn first_missing_step(steps: &[ReferenceStep], question_numbers: &[f64], attempt
 pub(crate) struct MathAnalysis {
     pub steps: Vec<ReferenceStep>,
     pub first_wrong: Option<usize>,
+    /// The attempts' calculations at the first wrong step.
+    pub check: Option<StepCheck>,
 }
 
 pub(crate) fn analyse(task: &Task, attempts: &[Attempt]) -> MathAnalysis {
@@ -115,7 +124,190 @@ pub(crate) fn analyse(task: &Task, attempts: &[Attempt]) -> MathAnalysis {
         .filter(|(_, c)| **c > 0)
         .max_by(|(i, a), (j, b)| a.cmp(b).then(j.cmp(i)))
         .map(|(i, _)| i);
-    MathAnalysis { steps, first_wrong }
+    let check = first_wrong.map(|k| check_step(task, &steps, k, attempts));
+    MathAnalysis { steps, first_wrong, check }
+}
+
+/// What the attempts wrote at one reference step: the operation the step needs, and whether
+/// they used another one there or slipped in its arithmetic.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct StepCheck {
+    /// The step (0-based).
+    pub step: usize,
+    /// Whether it is the reference's last step (its result is the final answer).
+    pub last: bool,
+    /// The step's operator, when its calculator note has exactly one.
+    pub needed: Option<char>,
+    /// The other operator most attempts used there instead (ties: the first seen).
+    pub used: Option<char>,
+    /// Attempts whose calculation at the step has one operator, not the needed one.
+    pub wrong_op: usize,
+    /// Attempts whose calculation at the step has the needed operator and a wrong result.
+    pub slipped: usize,
+    /// The first slipped calculation at the step.
+    pub slip: Option<Computation>,
+    /// The attempt and quote of the first calculation with another operator.
+    pub wrong_quote: Option<(usize, String)>,
+    /// The question's sentence the step computes from (not the final question sentence).
+    pub question_quote: Option<String>,
+}
+
+impl StepCheck {
+    /// The operator the group used instead of the needed one, when at least half of the
+    /// `n` attempts did.
+    pub fn wrong_operation(&self, n: usize) -> Option<(char, char)> {
+        match (self.needed, self.used) {
+            (Some(needed), Some(used)) if self.wrong_op * 2 >= n.max(1) => Some((needed, used)),
+            _ => None,
+        }
+    }
+}
+
+/// The calculation's name with its article: `an addition`.
+pub(crate) fn operation_noun(op: char) -> &'static str {
+    match op {
+        '+' => "an addition",
+        '-' => "a subtraction",
+        '*' => "a multiplication",
+        '/' => "a division",
+        _ => "another calculation",
+    }
+}
+
+fn operation_verb(op: char) -> &'static str {
+    match op {
+        '+' => "add",
+        '-' => "subtract",
+        '*' => "multiply",
+        '/' => "divide",
+        _ => "calculate",
+    }
+}
+
+/// The attempt's calculation for reference step `k`: after the calculations that establish
+/// the earlier steps' results, the first that uses one of step `k`'s operands (else the first).
+fn calculation_at(steps: &[ReferenceStep], k: usize, attempt: &str) -> Option<Computation> {
+    let calcs = computations(attempt);
+    let earlier: Vec<f64> = steps[..k].iter().filter_map(|s| s.result).collect();
+    let operands: Vec<f64> = steps[k]
+        .expr
+        .as_deref()
+        .map(|e| numbers(e).into_iter().map(|f| f.value).collect())
+        .unwrap_or_default();
+    let after = calcs.iter().rposition(|c| earlier.iter().any(|r| same(*r, c.written))).map_or(0, |i| i + 1);
+    let rest = &calcs[after..];
+    rest.iter()
+        .find(|c| c.operands.iter().any(|o| operands.iter().any(|r| same(*o, *r))))
+        .or(rest.first())
+        .cloned()
+}
+
+/// Lower-case words of four letters or more: what two sentences about the same event share.
+fn content_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphabetic())
+        .filter(|w| w.chars().count() >= 4)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The question's sentence that reference step `k` computes from: the one holding an operand
+/// of the step that no earlier step established, else the one sharing the most words with the
+/// step. The question's own question (a sentence ending in `?`) is never chosen. The
+/// sentence comes back ending in a full stop.
+fn question_sentence(question: &str, steps: &[ReferenceStep], k: usize) -> Option<String> {
+    let step = &steps[k];
+    let earlier: Vec<f64> = steps[..k].iter().filter_map(|s| s.result).collect();
+    let operands: Vec<f64> = step
+        .expr
+        .as_deref()
+        .map(|e| {
+            numbers(e)
+                .into_iter()
+                .map(|f| f.value)
+                .filter(|v| !earlier.iter().any(|r| same(*r, *v)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let words = content_words(&step.text);
+    let mut sentences = Vec::new();
+    let mut rest = question;
+    while !rest.trim().is_empty() {
+        let end = rest.find(['.', '?', '!']).map_or(rest.len(), |i| i + 1);
+        let sentence = rest[..end].trim();
+        rest = &rest[end..];
+        if !sentence.is_empty() {
+            sentences.push((sentence, content_words(sentence)));
+        }
+    }
+    let mut best: Option<(usize, &str)> = None;
+    for (i, (sentence, own)) in sentences.iter().enumerate() {
+        if sentence.ends_with('?') {
+            continue;
+        }
+        let holds_operand = numbers(sentence).iter().any(|f| operands.iter().any(|o| same(*o, f.value)));
+        // The step's words that this sentence alone uses ("triples"; not "eggs", which
+        // every sentence has).
+        let mut shared: Vec<&String> = own
+            .iter()
+            .filter(|w| words.contains(w))
+            .filter(|w| sentences.iter().enumerate().all(|(j, (_, other))| j == i || !other.contains(w)))
+            .collect();
+        shared.dedup();
+        let score = usize::from(holds_operand) * 100 + shared.len();
+        if score > 0 && best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, sentence));
+        }
+    }
+    // Quoted whole, with its full stop (the hint templates add none after it).
+    best.map(|(_, s)| {
+        let mut s: String = s.chars().take(200).collect();
+        if !s.ends_with(['.', '!']) {
+            s.push('.');
+        }
+        s
+    })
+}
+
+/// Compares each attempt's calculation for reference step `k` with the step's own.
+pub(crate) fn check_step(task: &Task, steps: &[ReferenceStep], k: usize, attempts: &[Attempt]) -> StepCheck {
+    let Some(step) = steps.get(k) else { return StepCheck::default() };
+    let needed = step.expr.as_deref().and_then(|e| {
+        let c = computations(&format!("{e} = 0")).into_iter().next()?;
+        (c.ops.len() == 1).then(|| c.ops[0])
+    });
+    let mut check = StepCheck {
+        step: k,
+        last: k + 1 == steps.len(),
+        needed,
+        question_quote: question_sentence(task.question(), steps, k),
+        ..StepCheck::default()
+    };
+    let mut others: Vec<(char, usize)> = Vec::new();
+    for (i, a) in attempts.iter().enumerate() {
+        let Some(c) = calculation_at(steps, k, &a.completion.text) else { continue };
+        match (needed, c.ops.as_slice()) {
+            (Some(need), [op]) if *op != need => {
+                check.wrong_op += 1;
+                match others.iter_mut().find(|(o, _)| o == op) {
+                    Some((_, n)) => *n += 1,
+                    None => others.push((*op, 1)),
+                }
+                check.wrong_quote.get_or_insert((i, c.quote.clone()));
+            }
+            (Some(need), [op]) if *op == need && !c.is_right() => {
+                check.slipped += 1;
+                check.slip.get_or_insert(c);
+            }
+            _ => {}
+        }
+    }
+    // The most used other operator; on a tie the first seen.
+    let most = others.iter().fold(None, |best: Option<(char, usize)>, &(o, n)| match best {
+        Some((_, b)) if b >= n => best,
+        _ => Some((o, n)),
+    });
+    check.used = most.map(|(o, _)| o);
+    check
 }
 
 /// Diagnoses a failed math group.
@@ -193,6 +385,19 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
             unit,
             "the attempts are off by a unit or percentage factor".to_string(),
         )
+    } else if let Some((needed, used)) = analysis.check.as_ref().and_then(|c| c.wrong_operation(n)) {
+        let c = analysis.check.as_ref().map_or(0, |c| c.wrong_op);
+        let k = analysis.first_wrong.unwrap_or(0);
+        (
+            FailureCategory::WrongMethod,
+            c,
+            format!(
+                "the attempts {} at step {} of the solution, where it needs to {}",
+                operation_verb(used),
+                k + 1,
+                operation_verb(needed)
+            ),
+        )
     } else if slips > 0 && (slips * 2 >= n || analysis.first_wrong.is_some()) {
         (
             FailureCategory::ArithmeticSlip,
@@ -216,6 +421,19 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
             "the attempts reach a wrong answer for no reason the rules can locate".to_string(),
         )
     };
+    if category == FailureCategory::WrongMethod {
+        let quoted =
+            analysis.check.as_ref().and_then(|c| Some((c.wrong_quote.clone()?, c.wrong_operation(n)?)));
+        if let Some(((i, quote), (needed, used))) = quoted {
+            let note = format!(
+                "step {} needs {}; this attempt does {}",
+                analysis.first_wrong.unwrap_or(0) + 1,
+                operation_noun(needed),
+                operation_noun(used)
+            );
+            evidence.insert(0, Evidence { attempt: Some(i), quote, note });
+        }
+    }
     if let Some(k) = analysis.first_wrong {
         if let Some((i, line)) = divergent_line(attempts, task) {
             evidence.push(Evidence { attempt: Some(i), quote: line, note: step_note(k) });
@@ -274,5 +492,32 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert!(s[0].text.starts_with("We factor"));
         assert_eq!(s[1].result, Some(5.0));
+    }
+
+    #[test]
+    fn the_question_sentence_holds_the_steps_operand_or_its_words() {
+        let steps = reference_steps(
+            "Ben has 6 * 2 = <<6*2=12>>12 eggs.\nAfter it triples, he has 12 * 3 = <<12*3=36>>36 eggs.",
+        );
+        assert_eq!(steps[1].expr.as_deref(), Some("12*3"));
+        let q = "Ben has 6 baskets of eggs with 2 eggs in each. Then the number of eggs he has triples. How many eggs does Ben have now?";
+        // Step 2's operand 3 is not in the question: the sentence sharing "triples" is chosen.
+        assert_eq!(
+            question_sentence(q, &steps, 1).as_deref(),
+            Some("Then the number of eggs he has triples.")
+        );
+        assert_eq!(
+            question_sentence(q, &steps, 0).as_deref(),
+            Some("Ben has 6 baskets of eggs with 2 eggs in each.")
+        );
+        assert_eq!(question_sentence("How many?", &steps, 1), None, "the asked question is never quoted");
+    }
+
+    #[test]
+    fn the_calculation_at_a_step_follows_the_earlier_steps_results() {
+        let steps = reference_steps("A has 3 * 4 = <<3*4=12>>12.\nThen 12 + 5 = <<12+5=17>>17.");
+        let c = calculation_at(&steps, 1, "3 * 4 = 12 and 4 * 5 = 20, so 12 * 5 = 60").unwrap();
+        assert_eq!((c.lhs.as_str(), c.ops.as_slice()), ("4 * 5", &['*'][..]), "first after step 1 sharing 5");
+        assert_eq!(calculation_at(&steps, 1, "nothing here"), None);
     }
 }

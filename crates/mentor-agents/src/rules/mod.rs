@@ -5,6 +5,7 @@ mod code;
 mod math;
 pub(crate) mod numbers;
 
+use mentor_core::numbers::format_number;
 use mentor_core::{Attempt, Diagnosis, Feedback, Hint, HintLevel, HintSource, Payload, Task};
 use serde::Serialize;
 
@@ -54,6 +55,14 @@ struct HintContext {
     actual: Option<String>,
     exception: Option<String>,
     line: Option<u32>,
+    earlier: Option<String>,
+    op_step: Option<usize>,
+    op_needed: Option<&'static str>,
+    op_used: Option<&'static str>,
+    question_quote: Option<String>,
+    slip_lhs: Option<String>,
+    slip_written: Option<String>,
+    slip_last: bool,
 }
 
 impl Tutor for RulesTutor {
@@ -77,6 +86,37 @@ impl Tutor for RulesTutor {
                     .first_wrong_step
                     .or_else(|| math::analyse(task, attempts).first_wrong)
                     .unwrap_or(0);
+                if k > 0 && k <= steps.len() {
+                    let earlier: Vec<&str> = steps[..k].iter().map(|s| s.text.as_str()).collect();
+                    ctx.earlier = Some(earlier.join(" "));
+                }
+                let check = math::check_step(task, steps, k, attempts);
+                ctx.question_quote = check.question_quote.clone();
+                if let Some((needed, used)) = check.wrong_operation(attempts.len()) {
+                    ctx.op_step = Some(k + 1);
+                    ctx.op_needed = Some(math::operation_noun(needed));
+                    ctx.op_used = Some(math::operation_noun(used));
+                }
+                // The slip to point at: one in the located step, else the first written.
+                let slip = check.slip.clone().map(|c| (c.lhs, c.written, c.value)).or_else(|| {
+                    attempts.iter().find_map(|a| {
+                        numbers::arithmetic_slips(&a.completion.text)
+                            .into_iter()
+                            .next()
+                            .map(|s| (s.lhs, s.written, s.correct))
+                    })
+                });
+                if let Some((lhs, written, value)) = slip {
+                    // A slip whose right value is the final answer may not be quoted with its
+                    // left side (that shows the answer as a sum): the hint names the wrong
+                    // result only.
+                    let last = steps.last().and_then(|s| s.result).is_some_and(|r| numbers::same(r, value));
+                    ctx.slip_last = last;
+                    ctx.slip_written = Some(format_number(written));
+                    if !last {
+                        ctx.slip_lhs = Some(lhs);
+                    }
+                }
                 if let Some(step) = steps.get(k) {
                     // The last step states the final answer: never show it.
                     if k + 1 < steps.len() {

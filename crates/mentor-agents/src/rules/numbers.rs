@@ -71,12 +71,52 @@ pub(crate) struct Slip {
     pub quote: String,
     /// What the left side actually equals.
     pub correct: f64,
+    /// The result the attempt wrote.
+    pub written: f64,
+    /// The left side as written (`7 * 12`).
+    pub lhs: String,
 }
 
-/// Finds written computations `a op b ... = c` (also inside GSM8K `<<a*b=c>>` notes) whose
-/// arithmetic is wrong. Only `+ - * / × x ÷ ·` and parentheses are evaluated; expressions
-/// longer than 80 bytes are ignored.
+/// A computation `a op b ... = c` written in a text, right or wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Computation {
+    /// The computation as written, `lhs = rhs`.
+    pub quote: String,
+    /// The left side as written.
+    pub lhs: String,
+    /// The binary operators of the left side, in order (`*` for `x`, `×`, `·`; `/` for `÷`).
+    pub ops: Vec<char>,
+    /// The numbers of the left side, in order.
+    pub operands: Vec<f64>,
+    /// What the left side equals.
+    pub value: f64,
+    /// The result written on the right side.
+    pub written: f64,
+    /// Byte offset of the computation in the text.
+    pub start: usize,
+}
+
+impl Computation {
+    /// Whether the written result is what the left side equals.
+    pub fn is_right(&self) -> bool {
+        same(self.value, self.written)
+    }
+}
+
+/// Finds written computations `a op b ... = c` whose arithmetic is wrong (see
+/// [`computations`]).
 pub(crate) fn arithmetic_slips(text: &str) -> Vec<Slip> {
+    computations(text)
+        .into_iter()
+        .filter(|c| !c.is_right())
+        .map(|c| Slip { quote: c.quote, correct: c.value, written: c.written, lhs: c.lhs })
+        .collect()
+}
+
+/// Finds written computations `a op b ... = c` (also inside GSM8K `<<a*b=c>>` notes), in
+/// order. Only `+ - * / × x ÷ ·` and parentheses are evaluated; expressions longer than 80
+/// bytes are ignored.
+pub(crate) fn computations(text: &str) -> Vec<Computation> {
     let mut out = Vec::new();
     for (eq, _) in text.match_indices('=').take(2_000) {
         let lhs_start = {
@@ -108,25 +148,52 @@ pub(crate) fn arithmetic_slips(text: &str) -> Vec<Slip> {
         // Skip a leading unary-minus-free fragment like ", 3 + 4" by trimming separators.
         let expr = expr.trim_start_matches([',', ' ', ')', '.']);
         let Some(value) = eval(expr) else { continue };
-        if !same(value, rhs.value) {
-            let quote_end = eq + 1 + rhs.end;
-            let quote = text[lhs_start..quote_end].trim().trim_start_matches([',', ' ', ')', '$', '.']);
-            out.push(Slip { quote: quote.to_string(), correct: value });
+        let Some(tokens) = tokenize(&clean(expr)) else { continue };
+        let mut ops = Vec::new();
+        let mut operands = Vec::new();
+        let mut after_operand = false;
+        for t in tokens {
+            match t {
+                Tok::Num(v) => {
+                    operands.push(v);
+                    after_operand = true;
+                }
+                Tok::Op(op) if after_operand => {
+                    ops.push(op);
+                    after_operand = false;
+                }
+                Tok::Close => after_operand = true,
+                Tok::Op(_) | Tok::Open => after_operand = false,
+            }
         }
+        let quote_end = eq + 1 + rhs.end;
+        let quote = text[lhs_start..quote_end].trim().trim_start_matches([',', ' ', ')', '$', '.']);
+        out.push(Computation {
+            quote: quote.to_string(),
+            lhs: expr.trim().to_string(),
+            ops,
+            operands,
+            value,
+            written: rhs.value,
+            start: lhs_start,
+        });
     }
     out
 }
 
-/// Evaluates an arithmetic expression with at least one binary operator; `None` otherwise.
-fn eval(expr: &str) -> Option<f64> {
-    let cleaned: String = expr
-        .replace('×', "*")
+/// The expression with `× ÷ ·` as ASCII operators and `$ ,` removed.
+fn clean(expr: &str) -> String {
+    expr.replace('×', "*")
         .replace('÷', "/")
         .replace('·', "*")
         .chars()
         .filter(|c| !matches!(c, '$' | ','))
-        .collect();
-    let tokens = tokenize(&cleaned)?;
+        .collect()
+}
+
+/// Evaluates an arithmetic expression with at least one binary operator; `None` otherwise.
+fn eval(expr: &str) -> Option<f64> {
+    let tokens = tokenize(&clean(expr))?;
     if !tokens.iter().any(|t| matches!(t, Tok::Op(_))) {
         return None;
     }

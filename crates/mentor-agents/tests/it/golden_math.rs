@@ -60,17 +60,111 @@ fn wrong_multiplication_is_an_arithmetic_slip_with_the_quote() {
         FinishReason::Stop,
     );
     let i = ask(&task, &attempts, HintLevel::NUDGE);
-    assert!(!i.redactions.is_empty(), "the redaction of `9 * 2` is on record: {i:?}");
     let d = i.diagnosis.unwrap();
     assert_eq!(d.category, FailureCategory::ArithmeticSlip, "{d:?}");
     assert_eq!(d.first_wrong_step, Some(1));
     assert!(d.evidence.iter().any(|e| e.quote == "9 * 2 = 16"), "{:?}", d.evidence);
     let hint = i.hint.unwrap().text;
-    // It points at the wrong result; the product itself (`9 * 2`, which the checker equates
-    // with the gold 18) is redacted, as `9*2` always was: the guard shows no span that
-    // evaluates to the answer.
-    assert!(hint.contains("= 16"), "level 1 points at the wrong computation: {hint}");
+    // It points at the wrong result of the last calculation. The product itself (`9 * 2`,
+    // which the checker equates with the gold 18) would be redacted by the guard, so the
+    // tutor does not write it: nothing is blanked, and the hint still says where and what.
+    assert!(i.redactions.is_empty(), "{:?}", i.redactions);
+    assert!(hint.contains("last calculation") && hint.contains("not 16"), "{hint}");
     assert!(!hint.contains("9 * 2") && !hint.contains("9*2"), "the product is the answer: {hint}");
+}
+
+/// A two-step problem of the generated arithmetic family, with its GSM8K-style reference.
+fn oranges() -> Task {
+    let mut task = Task::math(
+        "arith/0/2/12",
+        "Tom has 9 crates of oranges with 8 oranges in each. Then he gives away 24 oranges. How many oranges does Tom have now?",
+        "48",
+    );
+    if let mentor_core::Payload::Math(m) = &mut task.payload {
+        m.solution = Some(
+            "Tom has 9 * 8 = <<9*8=72>>72 oranges.\nAfter giving away 24, he has 72 - 24 = <<72-24=48>>48 oranges.\n#### 48"
+                .into(),
+        );
+    }
+    task
+}
+
+#[test]
+fn another_operation_at_the_wrong_step_is_named_with_the_question_sentence() {
+    let task = oranges();
+    let attempts = judged(
+        &task,
+        &[
+            "Tom has 9 * 8 = 72 oranges.\nHe gives away 24 oranges, so he has 72 + 24 = 96 oranges.\nThe final answer is \\boxed{96}.",
+            "Tom has 9 * 8 = 72 oranges.\nThe number of oranges he has doubles, so he has 72 + 24 = 106 oranges.\nThe final answer is \\boxed{106}.",
+            "Tom has 9 * 8 = 72 oranges.\nAfter it doubles, he has 72 * 2 = 144 oranges.\nThe final answer is \\boxed{144}.",
+            "Tom has 9 * 8 = 72 oranges.\nHe has 72 + 24 = 96 oranges.\nThe final answer is \\boxed{96}.",
+        ],
+        FinishReason::Stop,
+    );
+    let i = ask(&task, &attempts, HintLevel::NUDGE);
+    let d = i.diagnosis.unwrap();
+    assert_eq!(d.category, FailureCategory::WrongMethod, "{d:?}");
+    assert_eq!(d.first_wrong_step, Some(1));
+    assert_eq!(d.evidence[0].quote, "72 + 24 = 96", "{:?}", d.evidence);
+    assert!(
+        d.shared_mode.contains("add at step 2") && d.shared_mode.contains("subtract"),
+        "{}",
+        d.shared_mode
+    );
+    let hint = i.hint.unwrap().text;
+    assert_eq!(
+        hint,
+        "Step 2 needs a subtraction, not an addition: the question says \"Then he gives away 24 oranges.\" Redo that step."
+    );
+    assert!(i.redactions.is_empty() && i.rejections.is_empty());
+    // Level 2: the steps that are right, then the operation; never the last step's result.
+    let h2 = ask(&task, &attempts, HintLevel::PLAN).hint.unwrap().text;
+    assert!(
+        h2.starts_with("These steps are right: Tom has 9 * 8 = 72 oranges. Step 2 needs a subtraction"),
+        "{h2}"
+    );
+    assert!(!h2.contains("48") && !h2.contains("72 - 24"), "{h2}");
+}
+
+#[test]
+fn a_slip_before_the_last_step_is_quoted_and_one_in_it_is_not() {
+    let task = oranges();
+    let early = judged(
+        &task,
+        &[
+            "Tom has 9 * 8 = 63 oranges.\nHe has 63 - 24 = 39 oranges.\n\\boxed{39}",
+            "Tom has 9 * 8 = 63 oranges.\nHe has 63 - 24 = 39 oranges.\n\\boxed{39}",
+        ],
+        FinishReason::Stop,
+    );
+    let i = ask(&task, &early, HintLevel::NUDGE);
+    assert_eq!(i.diagnosis.as_ref().unwrap().category, FailureCategory::ArithmeticSlip);
+    assert_eq!(
+        i.hint.unwrap().text,
+        "Your approach looks right, but 9 * 8 is not 63. Recompute it and use the corrected value in the next steps."
+    );
+    let late = judged(
+        &task,
+        &[
+            "Tom has 9 * 8 = 72 oranges.\nHe has 72 - 24 = 58 oranges.\n\\boxed{58}",
+            "Tom has 9 * 8 = 72 oranges.\nHe has 72 - 24 = 38 oranges.\n\\boxed{38}",
+        ],
+        FinishReason::Stop,
+    );
+    let i = ask(&task, &late, HintLevel::NUDGE);
+    let d = i.diagnosis.unwrap();
+    assert_eq!((d.category, d.first_wrong_step), (FailureCategory::ArithmeticSlip, Some(1)));
+    let h1 = i.hint.unwrap().text;
+    assert_eq!(
+        h1,
+        "Your steps are set up right, but the result of your last calculation is wrong: it is not 58. Do that calculation again, carefully."
+    );
+    let h2 = ask(&task, &late, HintLevel::PLAN).hint.unwrap().text;
+    assert_eq!(
+        h2,
+        "Recompute carefully. These steps are right: Tom has 9 * 8 = 72 oranges. Only the last calculation is wrong: its result is not 58. Do it again, carefully."
+    );
 }
 
 #[test]
