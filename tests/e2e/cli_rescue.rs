@@ -195,3 +195,39 @@ fn seeds_run_into_their_own_directories_and_pool() {
     assert!(mentor["diff_vs_wrong_answers"].as_array().unwrap().len() == 3, "{mentor}");
     assert!(dir.join("pooled.md").is_file() && dir.join("pooled.json").is_file());
 }
+
+#[test]
+fn the_self_mentor_asks_for_all_problems_in_batches_and_counts_its_fallbacks() {
+    // The learner as its own mentor (SAGE's self-hint), its diagnosis and hint calls batched
+    // across the three problems, against the same arm asked one problem per model call
+    // (`batch_rows = 1`): the same hints, problem by problem.
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("batched"), root.path().join("alone"));
+    let arms = "rescue.arms=[\"retry\", \"local\"]";
+    let sets =
+        ["mentor.model=\"self\"", "mentor.max_tokens=24", "rescue.levels=[1]", "rescue.escalate=false"];
+    let mut batched: Vec<&str> = vec![arms, "rescue.batch_rows=64"];
+    batched.extend(sets);
+    let mut alone: Vec<&str> = vec![arms, "rescue.batch_rows=1"];
+    alone.extend(sets);
+    let s = rescue(&a, &batched);
+    rescue(&b, &alone);
+    let names: Vec<&str> = s["arms"].as_array().unwrap().iter().map(|x| x["arm"].as_str().unwrap()).collect();
+    assert_eq!(names, ["retry", "local"]);
+    // Three asks (one level, no escalation), each a diagnosis and a hint call; a 135M model
+    // rarely writes the JSON the agents ask for, so most fall back to the rules: counted.
+    let f = &s["fallbacks"][0];
+    assert_eq!((f["arm"].as_str(), f["asks"].as_u64()), (Some("local"), Some(3)), "{s}");
+    assert!(f["fallbacks"].as_u64().unwrap() <= 6, "{f}");
+    let local = |dir: &Path| -> Vec<serde_json::Value> {
+        lines(&dir.join("rescue.jsonl")).into_iter().filter(|l| l["arm"] == "local").collect()
+    };
+    let (la, lb) = (local(&a), local(&b));
+    assert_eq!(la.len(), 3);
+    for (x, y) in la.iter().zip(&lb) {
+        assert_eq!(x["hints"], y["hints"], "{}", x["problem"]);
+        assert_eq!(x["completions"], y["completions"], "{}", x["problem"]);
+    }
+    let report = std::fs::read_to_string(a.join("report.md")).unwrap();
+    assert!(report.contains("`local`: ") && report.contains("asks' model calls"), "{report}");
+}

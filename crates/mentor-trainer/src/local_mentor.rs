@@ -10,8 +10,19 @@
 //! `rules` and is counted, exactly as with an endpoint. For a self-mentor, share the learner
 //! as an `Arc<Policy>`: its weights are updated in place by the optimizer (the `Var`s share
 //! storage), so the mentor always speaks with the current policy.
+//!
+//! **Batching.** A model at batch 1 decodes a fraction of what it does at batch 32, and the
+//! mentor's calls come one problem at a time. Callers that ask for many problems at once
+//! register with [`PolicyChat::client`] (one [`Client`] per thread, all registered before
+//! any asks) and call the mentor from their threads: while registered clients exist, a reply
+//! is generated only once every registered client is waiting for one, and then all their
+//! requests go through the model in one call. Which requests share a batch depends only on
+//! what the clients ask, not on timing; each row samples from its own seed, drawn from the
+//! config's seed and the conversation, so a reply does not depend on its batch (up to float
+//! rounding). Without registered clients each call runs alone, as before.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use mentor_policy::{GenerateConfig, Message, Policy, Sampler};
 
@@ -35,10 +46,47 @@ impl Default for LocalConfig {
     }
 }
 
-/// A [`ChatModel`] over an in-process policy.
+/// A [`ChatModel`] over an in-process policy, batching the calls of registered clients.
 pub struct PolicyChat {
     policy: Arc<Policy>,
     config: LocalConfig,
+    /// Most rows one model call takes; larger batches are generated in chunks.
+    max_rows: usize,
+    batch: Mutex<Batch>,
+    changed: Condvar,
+    /// Model calls made (a chunk of a batch is one call).
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+/// The requests waiting for a batched call, and the replies not yet collected.
+#[derive(Default)]
+struct Batch {
+    /// Registered clients (threads that will ask, or are asking).
+    clients: usize,
+    /// Requests waiting for the next call: (ticket, prompt ids).
+    queue: Vec<(u64, Vec<u32>)>,
+    /// Replies by ticket, until their caller takes them.
+    replies: HashMap<u64, std::result::Result<String, String>>,
+    /// Whether a caller is generating a batch now.
+    busy: bool,
+    next_ticket: u64,
+}
+
+/// A registration with [`PolicyChat::client`]: while it lives, the chat waits for this
+/// client's request (or its drop) before running a batch. Give one to each thread that asks;
+/// a thread that stops asking drops it.
+pub struct Client {
+    chat: Arc<PolicyChat>,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let mut b = self.chat.lock();
+        b.clients = b.clients.saturating_sub(1);
+        drop(b);
+        // The waiting clients may now be all there are: one of them runs the batch.
+        self.chat.changed.notify_all();
+    }
 }
 
 impl std::fmt::Debug for PolicyChat {
@@ -51,34 +99,124 @@ impl PolicyChat {
     /// Chats with `policy` (it needs a chat template; without one every call fails and the
     /// agents fall back to rules).
     pub fn new(policy: Arc<Policy>, config: LocalConfig) -> Self {
-        Self { policy, config }
+        Self {
+            policy,
+            config,
+            max_rows: 64,
+            batch: Mutex::default(),
+            changed: Condvar::new(),
+            calls: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// At most `rows` conversations per model call (at least 1).
+    pub fn with_max_rows(mut self, rows: usize) -> Self {
+        self.max_rows = rows.max(1);
+        self
+    }
+
+    /// Model calls made so far (each takes one batch, or one chunk of `max_rows` of it).
+    pub fn model_calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Registers one client (see the [module docs](self)): create all of a round's clients
+    /// before any of them asks, so the first batch waits for every one.
+    pub fn client(self: &Arc<Self>) -> Client {
+        self.lock().clients += 1;
+        Client { chat: self.clone() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Batch> {
+        // A panic while holding the lock leaves plain data behind: keep using it.
+        self.batch.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn settings(&self) -> GenerateConfig {
+        GenerateConfig {
+            sampler: Sampler { temperature: self.config.temperature, top_p: 1.0, top_k: 0 },
+            max_new_tokens: self.config.max_tokens,
+            seed: self.config.seed,
+            ..GenerateConfig::default()
+        }
+    }
+
+    /// The row seed of a conversation: the config's seed and the prompt, nothing else.
+    fn row_seed(&self, prompt: &[u32]) -> u64 {
+        let key = prompt
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &id| (h ^ u64::from(id)).wrapping_mul(0x0100_0000_01b3));
+        crate::policy::mix(&[self.config.seed, key])
+    }
+
+    /// Generates the replies of `prompts`, at most `max_rows` per model call.
+    fn generate(&self, prompts: &[Vec<u32>]) -> Vec<std::result::Result<String, String>> {
+        let cfg = self.settings();
+        let mut out = Vec::with_capacity(prompts.len());
+        for chunk in prompts.chunks(self.max_rows) {
+            let seeds: Vec<u64> = chunk.iter().map(|p| self.row_seed(p)).collect();
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            match self.policy.generate_with_row_seeds(chunk, &cfg, &seeds) {
+                Ok(gens) if gens.len() == chunk.len() => out.extend(gens.into_iter().map(|g| Ok(g.text))),
+                Ok(gens) => out.extend(
+                    chunk
+                        .iter()
+                        .map(|_| Err(format!("generation returned {} rows for {}", gens.len(), chunk.len()))),
+                ),
+                Err(e) => out.extend(chunk.iter().map(|_| Err(e.to_string()))),
+            }
+        }
+        out
+    }
+
+    /// Queues `prompt` and waits for its reply; the caller that completes the set of waiting
+    /// clients generates the batch.
+    fn batched(&self, prompt: Vec<u32>) -> std::result::Result<String, String> {
+        let mut b = self.lock();
+        let ticket = b.next_ticket;
+        b.next_ticket += 1;
+        b.queue.push((ticket, prompt));
+        loop {
+            if let Some(reply) = b.replies.remove(&ticket) {
+                return reply;
+            }
+            if !b.busy && !b.queue.is_empty() && b.queue.len() >= b.clients {
+                let queue = std::mem::take(&mut b.queue);
+                b.busy = true;
+                drop(b);
+                let prompts: Vec<Vec<u32>> = queue.iter().map(|(_, p)| p.clone()).collect();
+                let replies = self.generate(&prompts);
+                b = self.lock();
+                b.busy = false;
+                for ((t, _), r) in queue.into_iter().zip(replies) {
+                    b.replies.insert(t, r);
+                }
+                self.changed.notify_all();
+                continue;
+            }
+            b = self.changed.wait(b).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
     }
 }
 
 impl ChatModel for PolicyChat {
     fn chat(&self, messages: &[Message]) -> Result<String> {
-        let err = |e: mentor_policy::Error| Error::Local(e.to_string());
-        let prompt = self.policy.encode_chat(messages).map_err(err)?;
-        let cfg = GenerateConfig {
-            sampler: Sampler { temperature: self.config.temperature, top_p: 1.0, top_k: 0 },
-            max_new_tokens: self.config.max_tokens,
-            seed: self.config.seed,
-            ..GenerateConfig::default()
-        };
+        let prompt = self.policy.encode_chat(messages).map_err(|e| Error::Local(e.to_string()))?;
         let context = self.policy.config().max_position_embeddings;
-        if prompt.len() + cfg.max_new_tokens > context {
+        if prompt.len() + self.config.max_tokens > context {
             return Err(Error::Local(format!(
                 "prompt of {} tokens plus {} new ones exceeds the context of {context}",
                 prompt.len(),
-                cfg.max_new_tokens
+                self.config.max_tokens
             )));
         }
-        let generation = self.policy.generate(&[prompt], &cfg).map_err(err)?;
-        generation
-            .into_iter()
-            .next()
-            .map(|g| g.text)
-            .ok_or_else(|| Error::Local("generation returned no row".into()))
+        let registered = self.lock().clients > 0;
+        let reply = if registered {
+            self.batched(prompt)
+        } else {
+            self.generate(std::slice::from_ref(&prompt)).pop().unwrap_or_else(|| Err("no row".into()))
+        };
+        reply.map_err(Error::Local)
     }
 }
 
@@ -90,7 +228,22 @@ pub fn mentor(
     prompts: Prompts,
     guard: Guard,
 ) -> (AgentMentor, Arc<FallbackCounter>) {
-    chat_mentor("local", Arc::new(PolicyChat::new(policy, config)), prompts, guard)
+    let (mentor, fallbacks, _) = batching_mentor(policy, config, prompts, guard, 64);
+    (mentor, fallbacks)
+}
+
+/// [`mentor`], also returning its chat, to register batching [`Client`]s with; at most
+/// `max_rows` conversations per model call.
+pub fn batching_mentor(
+    policy: Arc<Policy>,
+    config: LocalConfig,
+    prompts: Prompts,
+    guard: Guard,
+    max_rows: usize,
+) -> (AgentMentor, Arc<FallbackCounter>, Arc<PolicyChat>) {
+    let chat = Arc::new(PolicyChat::new(policy, config).with_max_rows(max_rows));
+    let (mentor, fallbacks) = chat_mentor("local", chat.clone(), prompts, guard);
+    (mentor, fallbacks, chat)
 }
 
 #[cfg(test)]
@@ -128,5 +281,66 @@ mod tests {
         let chat = PolicyChat::new(tiny(), LocalConfig { temperature: 0.0, max_tokens: 1 << 20, seed: 0 });
         let e = chat.chat(&[Message::user("a")]).unwrap_err();
         assert!(e.to_string().contains("exceeds the context"), "{e}");
+    }
+
+    #[test]
+    fn registered_clients_share_one_model_call_and_get_their_own_replies() {
+        let policy = tiny();
+        let cfg = LocalConfig { temperature: 0.8, max_tokens: 6, seed: 3 };
+        let conversations: Vec<Vec<Message>> =
+            ["ab", "hint ", "c", "de", "fgh"].iter().map(|t| vec![Message::user(*t)]).collect();
+        // Alone: one call each.
+        let alone = PolicyChat::new(policy.clone(), cfg.clone());
+        let expected: Vec<String> = conversations.iter().map(|c| alone.chat(c).unwrap()).collect();
+        assert_eq!(alone.model_calls(), 5);
+        // Five registered clients on five threads: one call, chunked by `max_rows` = 2 into 3.
+        for (rows, calls) in [(64, 1), (2, 3)] {
+            let chat = Arc::new(PolicyChat::new(policy.clone(), cfg.clone()).with_max_rows(rows));
+            let clients: Vec<Client> = conversations.iter().map(|_| chat.client()).collect();
+            let replies: Vec<String> = std::thread::scope(|s| {
+                let handles: Vec<_> = conversations
+                    .iter()
+                    .zip(clients)
+                    .map(|(c, client)| {
+                        let chat = chat.clone();
+                        s.spawn(move || {
+                            let reply = chat.chat(c).unwrap();
+                            drop(client);
+                            reply
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(replies, expected, "a reply does not depend on its batch (max_rows {rows})");
+            assert_eq!(chat.model_calls(), calls, "max_rows {rows}");
+        }
+    }
+
+    #[test]
+    fn a_client_that_never_asks_releases_the_batch_when_dropped() {
+        let policy = tiny();
+        let chat =
+            Arc::new(PolicyChat::new(policy, LocalConfig { temperature: 0.0, max_tokens: 3, seed: 0 }));
+        let idle = chat.client();
+        let asking = chat.client();
+        let reply = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                let r = chat.chat(&[Message::user("ab")]).unwrap();
+                drop(asking);
+                r
+            });
+            // The asking thread waits for `idle`; dropping it lets the batch run.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(idle);
+            h.join().unwrap()
+        });
+        assert_eq!(chat.model_calls(), 1);
+        assert_eq!(
+            reply,
+            PolicyChat::new(tiny(), LocalConfig { temperature: 0.0, max_tokens: 3, seed: 0 })
+                .chat(&[Message::user("ab")])
+                .unwrap()
+        );
     }
 }

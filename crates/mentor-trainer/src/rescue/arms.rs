@@ -109,6 +109,49 @@ pub fn ask(
     })
 }
 
+/// One question to a mentor: a problem, its failed attempts, the level, the hints so far.
+pub type Job<'a> = (&'a Task, &'a [Attempt], HintLevel, &'a [Hint]);
+
+/// Asks `mentor` every job, `wave` at a time, each job on its own thread: a `local` mentor
+/// (`chat` given) then answers a wave's calls in batched model calls (see
+/// [`crate::local_mentor`]), an `llm` one concurrently. Answers come back in the jobs' order,
+/// each with its share of the wave's wall time as `seconds`.
+pub fn ask_all(
+    mentor: &dyn Mentor,
+    chat: Option<&Arc<crate::local_mentor::PolicyChat>>,
+    jobs: &[Job<'_>],
+    wave: usize,
+) -> Result<Vec<Asked>> {
+    let mut out = Vec::with_capacity(jobs.len());
+    for chunk in jobs.chunks(wave.max(1)) {
+        let t0 = Instant::now();
+        // Every client of the wave is registered before any of them asks.
+        let clients: Vec<_> = chunk.iter().map(|_| chat.map(|c| c.client())).collect();
+        let answers: Vec<Result<Asked>> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .zip(clients)
+                .map(|(&(task, attempts, level, previous), client)| {
+                    s.spawn(move || {
+                        let answer = ask(mentor, task, attempts, level, previous);
+                        drop(client);
+                        answer
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::Missing("a mentor thread panicked".into()))))
+                .collect()
+        });
+        let share = t0.elapsed().as_secs_f64() / chunk.len() as f64;
+        for a in answers {
+            out.push(Asked { seconds: share, ..a? });
+        }
+    }
+    Ok(out)
+}
+
 /// The mentors of the arms a measurement needs.
 pub struct Mentors {
     /// The `rules` mentor: the `mentor` arm, the diagnosis of every problem, and the level-3
@@ -122,6 +165,11 @@ pub struct Mentors {
     pub llm: Option<Box<dyn Mentor>>,
     /// `[mentor]` on the `local` backend, when measured.
     pub local: Option<Box<dyn Mentor>>,
+    /// The local mentor's chat, to batch its calls across problems (register clients).
+    pub local_chat: Option<Arc<crate::local_mentor::PolicyChat>>,
+    /// Calls of the `llm` / `local` mentor answered by the rules instead (an unparseable
+    /// reply or a model error), counted over the whole measurement.
+    pub fallbacks: Vec<(RescueArm, Arc<mentor_agents::llm::FallbackCounter>)>,
     /// The wrong-answers control.
     pub wrong_answers: Box<dyn Mentor>,
     /// The location-only control (over the `rules` mentor's diagnosis).
@@ -143,11 +191,22 @@ impl Mentors {
                 _ => Err(Error::Missing(format!("the `{arm}` arm built no mentor"))),
             }
         };
-        let model_mentor = |arm: RescueArm, backend: Backend| -> Result<Option<Box<dyn Mentor>>> {
-            if !arms.contains(&arm) {
-                return Ok(None);
+        let mut fallbacks = Vec::new();
+        let llm = if arms.contains(&RescueArm::Llm) {
+            let mut c = cfg.clone();
+            c.strategy.arm = Arm::Mentor;
+            c.mentor.backend = Backend::Llm;
+            let built = crate::train::arms::strategy(&c, learner)?;
+            fallbacks.extend(built.fallbacks.map(|f| (RescueArm::Llm, f)));
+            match built.strategy {
+                Strategy::Intervene { mentor, .. } => Some(mentor),
+                _ => return Err(Error::Missing("the `llm` arm built no mentor".into())),
             }
-            if backend == Backend::Local && cfg.mentor.model == crate::config::MentorModel::Default {
+        } else {
+            None
+        };
+        let (local, local_chat) = if arms.contains(&RescueArm::Local) {
+            if cfg.mentor.model == crate::config::MentorModel::Default {
                 return Err(Error::Config {
                     file: "[rescue]".into(),
                     message:
@@ -155,14 +214,28 @@ impl Mentors {
                             .into(),
                 });
             }
-            build(Arm::Mentor, backend).map(Some)
+            // Built as training builds it, keeping the chat to batch the calls with.
+            let (model, local) = crate::train::arms::local_model(cfg, learner)?;
+            let (mentor, counter, chat) = crate::local_mentor::batching_mentor(
+                model,
+                local,
+                crate::train::arms::prompts(cfg)?,
+                guard(cfg),
+                cfg.rescue.batch_rows,
+            );
+            fallbacks.push((RescueArm::Local, counter));
+            (Some(Box::new(mentor) as Box<dyn Mentor>), Some(chat))
+        } else {
+            (None, None)
         };
         Ok(Self {
             rules: build(Arm::Mentor, Backend::Rules)?,
             static_hints: build(Arm::StaticHints, Backend::Rules)?,
             refinement: build(Arm::Refinement, Backend::Rules)?,
-            llm: model_mentor(RescueArm::Llm, Backend::Llm)?,
-            local: model_mentor(RescueArm::Local, Backend::Local)?,
+            llm,
+            local,
+            local_chat,
+            fallbacks,
             wrong_answers: Box::new(mentor_agents::WrongAnswers::new(guard(cfg))),
             where_only: Box::new(mentor_agents::WhereOnly::new(
                 build(Arm::Mentor, Backend::Rules)?,

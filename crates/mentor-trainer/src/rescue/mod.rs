@@ -39,7 +39,7 @@ use mentor_policy::Sampler;
 pub use config::{RescueArm, RescueSection};
 pub use records::{ArmSummary, BaseLine, CategoryArm, CategorySummary, InterventionLine, Summary};
 
-use self::arms::{ask, ArmRow, Asked, Mentors};
+use self::arms::{ask, ask_all, ArmRow, Asked, Mentors};
 use self::sampling::{PairedSampler, Request, Scored, BASE_STREAM, HINTED_STREAM};
 use crate::config::TrainConfig;
 use crate::error::{Error, Result};
@@ -249,6 +249,26 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
     for (p, prob) in problems.iter().enumerate() {
         asked.insert((RescueArm::Mentor, p, 1), prob.rules_l1.clone());
     }
+    // The model mentors' first-round answers, asked for all problems at once (batched).
+    let mut model_asks: HashMap<RescueArm, usize> = HashMap::new();
+    for arm in [RescueArm::Llm, RescueArm::Local] {
+        let Some(mentor) = mentors.of(arm) else { continue };
+        let mut levels: Vec<u8> =
+            rows.iter().filter(|row| row.arm == arm).map(|row| row.level.unwrap_or(1)).collect();
+        levels.sort_unstable();
+        levels.dedup();
+        for level in levels {
+            let jobs: Vec<arms::Job<'_>> = problems
+                .iter()
+                .map(|prob| (prob.task, prob.attempts.as_slice(), hint_level(level), &[][..]))
+                .collect();
+            let chat = if arm == RescueArm::Local { mentors.local_chat.as_ref() } else { None };
+            *model_asks.entry(arm).or_default() += jobs.len();
+            for (p, a) in ask_all(mentor, chat, &jobs, r.batch_rows)?.into_iter().enumerate() {
+                asked.insert((arm, p, level), a);
+            }
+        }
+    }
     let tokens = |text: &str| policy.tokenizer().encode(text).map_or(0, |ids| ids.len());
     let mut pending: Vec<(usize, usize, Hint)> = Vec::new();
     let mut retry_rows: Vec<(usize, usize)> = Vec::new();
@@ -333,12 +353,35 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
         let mut pending = Vec::new();
         for (k, row) in rows.iter().enumerate().filter(|(_, row)| row.escalates()) {
             let mentor = mentors.of(row.arm).expect("a measured arm's mentor is built");
-            for (p, prob) in problems.iter().enumerate() {
-                let cell = &mut cells[k][p];
-                if cell.rescued() {
-                    continue;
+            let open: Vec<usize> = (0..problems.len()).filter(|&p| !cells[k][p].rescued()).collect();
+            let answers = if matches!(row.arm, RescueArm::Llm | RescueArm::Local) {
+                // A model mentor: every open problem at once (batched).
+                let jobs: Vec<arms::Job<'_>> = open
+                    .iter()
+                    .map(|&p| {
+                        let prob = &problems[p];
+                        (prob.task, prob.attempts.as_slice(), hint_level(level), cells[k][p].hints.as_slice())
+                    })
+                    .collect();
+                let chat = if row.arm == RescueArm::Local { mentors.local_chat.as_ref() } else { None };
+                *model_asks.entry(row.arm).or_default() += jobs.len();
+                ask_all(mentor, chat, &jobs, r.batch_rows)?
+            } else {
+                let mut answers = Vec::with_capacity(open.len());
+                for &p in &open {
+                    let prob = &problems[p];
+                    answers.push(ask(
+                        mentor,
+                        prob.task,
+                        &prob.attempts,
+                        hint_level(level),
+                        &cells[k][p].hints,
+                    )?);
                 }
-                let answer = ask(mentor, prob.task, &prob.attempts, hint_level(level), &cell.hints)?;
+                answers
+            };
+            for (p, answer) in open.into_iter().zip(answers) {
+                let cell = &mut cells[k][p];
                 cell.record(&answer);
                 if let Some(h) = answer.hint {
                     pending.push((k, p, h));
@@ -463,6 +506,15 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
             hinted_samples: g_hint,
         },
         random_prefix_distinct: distinct,
+        fallbacks: mentors
+            .fallbacks
+            .iter()
+            .map(|(arm, counter)| records::MentorFallbacks {
+                arm: arm.name().to_string(),
+                fallbacks: counter.get(),
+                asks: model_asks.get(arm).copied().unwrap_or(0),
+            })
+            .collect(),
         random_prefix_size: random_prefix_size(&rows, &cells),
         rows: sampler.rows,
         tokens: sampler.tokens,

@@ -337,6 +337,7 @@ mod tests {
             data: "d".into(),
             credit: "prefix".into(),
             random_prefix_distinct: 0,
+            fallbacks: Vec::new(),
             random_prefix_size: None,
             rows: 0,
             tokens: 0,

@@ -168,6 +168,17 @@ pub struct CategoryArm {
     pub reliance: Option<[f64; 3]>,
 }
 
+/// How often a model mentor's calls fell back to the `rules` agents.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MentorFallbacks {
+    /// The arm (`llm`, `local`).
+    pub arm: String,
+    /// Calls (diagnoses and hints) answered by the rules instead of the model.
+    pub fallbacks: usize,
+    /// Mentor asks of the arm (each is a diagnosis and a hint call).
+    pub asks: usize,
+}
+
 /// Where the learner was measured: the sampling and the problems.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Regime {
@@ -222,6 +233,10 @@ pub struct Summary {
     /// control's on the paired problems, and their mean absolute difference.
     #[serde(default)]
     pub random_prefix_size: Option<[f64; 3]>,
+    /// Per model mentor arm (`llm`, `local`): its calls answered by the `rules` agents instead
+    /// (an unparseable reply or a model error) and its calls in all; absent arms are not listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<MentorFallbacks>,
     /// Rows generated (unhinted and hinted), and their tokens.
     pub rows: usize,
     /// Tokens generated.

@@ -124,6 +124,13 @@ pub fn markdown(s: &Summary) -> String {
         s.base_seconds
     ));
     out.push_str(&md_table(&HEADER, s.arms.iter().map(|a| cells(a, s.collapsed))));
+    for f in &s.fallbacks {
+        out.push_str(&format!(
+            "\n`{}`: {} of its {} asks' model calls (a diagnosis and a hint per ask) were answered by the `rules` \
+             agents instead (an unparseable reply or a model error); its hints are partly the rules mentor's.\n",
+            f.arm, f.fallbacks, f.asks
+        ));
+    }
     out.push_str(&format!("\n![rescue rate per arm]({CHART_FILE})\n\n"));
     out.push_str("## By diagnosis category\n\n");
     out.push_str(
@@ -307,6 +314,7 @@ mod tests {
             data: "gsm8k:train".into(),
             credit: "prefix".into(),
             random_prefix_distinct: 3,
+            fallbacks: Vec::new(),
             random_prefix_size: Some([40.0, 38.0, 4.5]),
             rows: 100,
             tokens: 4000,

@@ -35,6 +35,29 @@ pub struct Built {
     pub fallbacks: Option<Arc<FallbackCounter>>,
 }
 
+/// The `local` mentor's model (the learner for `mentor.model = "self"`, else the named
+/// model, loaded) and its sampling settings.
+pub fn local_model(
+    cfg: &TrainConfig,
+    learner: &Arc<Policy>,
+) -> Result<(Arc<Policy>, crate::local_mentor::LocalConfig)> {
+    let m = &cfg.mentor;
+    let model = match &m.model {
+        MentorModel::Learner => learner.clone(),
+        other => {
+            let source = ModelChoice::from(String::from(other.clone()));
+            let section = crate::config::ModelSection { source, ..cfg.model.clone() };
+            Arc::new(crate::policy::build(&section, cfg.run.seed)?)
+        }
+    };
+    let local = crate::local_mentor::LocalConfig {
+        temperature: m.temperature.unwrap_or(0.0),
+        max_tokens: m.max_tokens.unwrap_or(256),
+        seed: cfg.run.seed,
+    };
+    Ok((model, local))
+}
+
 /// The strategy plug-in of the config's arm; `learner` is the policy being trained (the
 /// local mentor's `self`).
 pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
@@ -90,19 +113,7 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
                 Built { strategy: intervene(Box::new(mentor)), fallbacks: Some(fallbacks) }
             }
             Backend::Local => {
-                let model = match &m.model {
-                    MentorModel::Learner => learner.clone(),
-                    other => {
-                        let source = ModelChoice::from(String::from(other.clone()));
-                        let section = crate::config::ModelSection { source, ..cfg.model.clone() };
-                        Arc::new(crate::policy::build(&section, cfg.run.seed)?)
-                    }
-                };
-                let local = crate::local_mentor::LocalConfig {
-                    temperature: m.temperature.unwrap_or(0.0),
-                    max_tokens: m.max_tokens.unwrap_or(256),
-                    seed: cfg.run.seed,
-                };
+                let (model, local) = local_model(cfg, learner)?;
                 let (mentor, fallbacks) = crate::local_mentor::mentor(model, local, prompts(cfg)?, guard());
                 Built { strategy: intervene(Box::new(mentor)), fallbacks: Some(fallbacks) }
             }
