@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use crate::process::{cargo, repo_root};
 
-/// DESIGN.md §3: which crates each of ours must never reach, directly or transitively.
+/// Which crates each of ours must never reach, directly or transitively: the layering that
+/// `docs/ARCHITECTURE.md` states as each crate's invariants.
 const FORBIDDEN: &[(&str, &[&str])] = &[
     ("mentor-core", &["candle-core", "wasmtime", "tokio", "hf-hub"]),
     ("mentor-policy", &["wasmtime"]),

@@ -9,7 +9,7 @@ use crate::rollout::Scored;
 use crate::Result;
 
 /// Which prompt a hinted completion's log-probs are taken under, and how its advantage is set
-/// (DESIGN.md §2.6).
+/// (where this sits in a training step: `docs/ARCHITECTURE.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Credit {

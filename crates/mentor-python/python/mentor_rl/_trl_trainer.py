@@ -1,4 +1,4 @@
-"""``MentorGRPOTrainer``: TRL's ``GRPOTrainer`` with the MENTOR step (DESIGN §2, steps 3-6).
+"""``MentorGRPOTrainer``: TRL's ``GRPOTrainer`` plus the MENTOR step for collapsed groups.
 
 Built on TRL's ``rollout_func`` extension point, plus the smallest overrides TRL leaves no
 public hook for; every private TRL name goes through ``_trl_compat`` (the fence), which

@@ -181,7 +181,7 @@ _CREDITS = ("prefix", "in_context", "stripped_is", "stripped")
 @dataclass
 class Intervention:
     """The MENTOR step's settings, with the names of the Rust trainer's
-    ``[strategy.intervention]`` (DESIGN §2).
+    ``[strategy.intervention]``.
 
     - ``trigger``: ``"per_group"`` (every collapsed group, the default) or
       ``"on_collapse_event"`` (only while the collapse monitor's event is in force);
