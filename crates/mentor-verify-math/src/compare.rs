@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use mentor_core::MathRelation;
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::{One, Signed, ToPrimitive, Zero};
+use num_traits::{One, ToPrimitive, Zero};
 
 use crate::ast::Node;
 use crate::config::Config;
@@ -716,7 +716,6 @@ fn relation(a: &Val, b: &Val, p: &Node, cx: &Cx<'_>) -> Option<MathRelation> {
             return Some(MathRelation::Rounded { decimals: d });
         }
     }
-    let _ = BigRational::one().abs().to_f64();
     None
 }
 
