@@ -55,8 +55,6 @@ struct Parser {
     pos: usize,
     depth: usize,
     max_depth: usize,
-    words_before_math: bool,
-    seen_math: bool,
 }
 
 /// The largest nesting budget honoured, whatever `Config::max_depth` says: at this depth the
@@ -107,7 +105,7 @@ pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parse
     if toks.is_empty() {
         return Err(ParseError::Syntax("empty answer".into()));
     }
-    let mut p = Parser { toks, pos: 0, depth: 0, max_depth, words_before_math, seen_math: false };
+    let mut p = Parser { toks, pos: 0, depth: 0, max_depth };
     let node = p.top()?;
     if p.pos < p.toks.len() {
         return Err(ParseError::Syntax(format!("unexpected {:?}", p.toks[p.pos])));
@@ -115,8 +113,7 @@ pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parse
     if node.deeper_than(tree_depth_limit(max_depth)) {
         return Err(ParseError::TooDeep);
     }
-    let _ = p.seen_math;
-    Ok(Parsed { node, words_before_math: p.words_before_math, has_words: seen_word })
+    Ok(Parsed { node, words_before_math, has_words: seen_word })
 }
 
 /// Removes words (prose, units) and the exponent of a unit (`\text{ cm}^2`).
@@ -549,7 +546,6 @@ impl Parser {
 
     fn primary(&mut self) -> Result<Node, ParseError> {
         self.enter()?;
-        self.seen_math = true;
         let Some(t) = self.bump() else {
             return Err(ParseError::Syntax("unexpected end".into()));
         };
