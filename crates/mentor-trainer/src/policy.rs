@@ -1,5 +1,6 @@
-//! Building the policy a config asks for, and the conversions between the framework's
-//! messages and the policy's chat messages.
+//! Building the policy a config asks for ([`build`], [`model_config`], [`param_count`],
+//! [`load_dir`]), and the seeded mixing every random stream of a run is derived from ([`mix`],
+//! [`str_key`]).
 
 use std::path::PathBuf;
 
