@@ -24,6 +24,13 @@ pub enum Target {
     /// other, peak RSS, `speedup=` and `memory_ratio=` on the last line. Flags: `--threads`,
     /// `--prompts`, `--group`, `--new-tokens`, `--steps`, `--warmup`, `--rounds`, `--seed`.
     Step,
+    /// The machine's limits against the policy: FMA GFLOP/s (1 and all threads, AVX2 and
+    /// AVX-512), read/copy bandwidth, then SmolLM2 decode at batch 1, 8, 32, 64, prefill of
+    /// 32 x 128 and the update's forward + backward on 32 x 128, as fractions of those limits;
+    /// the last line is `peak_gflops= decode32_frac= prefill_frac= update_frac=
+    /// decode1_bw_frac=`. Flags: `--threads` (default 2), `--json`. Dev profile (as fast as
+    /// release for the policy; shares the test build).
+    Peak,
 }
 
 /// Runs the bench for `target`.
@@ -67,5 +74,18 @@ pub fn run_bench(target: Target, extra: &[String]) -> Result<()> {
         }
         Target::Policy => crate::bench_policy::run(&dir, extra),
         Target::Step => crate::bench_step::run_step(&dir, extra),
+        Target::Peak => {
+            let threads = crate::bench_policy::flag_value(extra, "--threads").unwrap_or("2").to_string();
+            let n: usize =
+                threads.parse().map_err(|_| anyhow::anyhow!("--threads {threads} is not a count"))?;
+            eprintln!("==> bench peak: the machine's limits and the policy against them ({n} threads)");
+            let mut cmd = cargo();
+            cmd.args(["run", "-p", "mentor-policy", "--example", "peak", "--"])
+                .args(crate::bench_policy::without_flag(extra, "--threads"))
+                .args(["--threads", &threads])
+                .env(mentor_core::assets::HOME_VAR, dir.root());
+            crate::bench_policy::set_threads(&mut cmd, n);
+            run(&mut cmd, "the peak bench")
+        }
     }
 }
