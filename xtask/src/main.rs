@@ -9,7 +9,7 @@
 //! - `lint`: `cargo fmt --check` and `cargo clippy --all-targets -D warnings`.
 //! - `bench`: comparison benchmarks against peers (Math-Verify, ...), in release mode.
 //! - `rescue`: `mentor rescue` on SmolLM2's real GSM8K failures (MBPP with `--mbpp`): how often
-//!   each mentor turns an all-fail group into a success (sized down for 2 cores; see README).
+//!   each mentor turns an all-fail group into a success (sized down for 2 cores; see docs/RESULTS.md).
 //! - `python`: builds the `mentor-rl` wheel (maturin, dev profile) and runs the binding tests
 //!   against it in a fresh venv; prints the wheel's path last. `test` runs the same tests.
 //!   `--bench` also times `verify_math` from Python against Math-Verify.

@@ -39,7 +39,7 @@ pub(crate) enum Command {
     Train(TrainArgs),
     /// Evaluate a model without hints (greedy pass@1, optional pass@k).
     Eval(EvalArgs),
-    /// The embedded default: pretrain a tiny model, run every arm on 2 seeds, write a report.
+    /// The embedded default: pretrain a tiny model, run every arm on 3 seeds (0, 1, 2), write a report.
     Demo(DemoArgs),
     /// Markdown + SVG report over run directories.
     Report(ReportArgs),
