@@ -160,3 +160,87 @@ fn the_python_wheel_build_resolves_the_workspace_s_features() {
         }
     }
 }
+
+/// Every package of the workspace, by name (`cargo metadata`'s workspace members).
+fn workspace_packages() -> Vec<String> {
+    let meta = metadata();
+    let members: BTreeSet<&str> =
+        meta["workspace_members"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["id"].as_str().is_some_and(|id| members.contains(id)))
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_readme_crate_table_lists_every_workspace_crate() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let rows: Vec<(&str, &str)> = readme
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            // `| `name` (`dir/`) | purpose |`: the first cell opens with a code span.
+            let name = cells.get(1)?.strip_prefix('`')?.split('`').next()?;
+            Some((name, *cells.get(2)?))
+        })
+        .collect();
+    for package in workspace_packages() {
+        let row = rows.iter().find(|(name, _)| *name == package);
+        let (_, purpose) = row.unwrap_or_else(|| panic!("README.md's crate table lacks `{package}`"));
+        assert!(purpose.split_whitespace().count() >= 3, "`{package}`'s purpose in README.md is not a line");
+    }
+}
+
+/// Files git tracks (the repository as a clone sees it).
+fn tracked() -> Vec<String> {
+    let out = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(repo_root())
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git ls-files failed");
+    String::from_utf8_lossy(&out.stdout).split('\0').filter(|s| !s.is_empty()).map(String::from).collect()
+}
+
+#[test]
+fn no_bytecode_is_committed() {
+    let compiled: Vec<String> = tracked()
+        .into_iter()
+        .filter(|f| f.contains("__pycache__/") || f.ends_with(".pyc") || f.ends_with(".pyo"))
+        .collect();
+    assert!(compiled.is_empty(), "compiled Python is tracked: {compiled:?}");
+}
+
+#[test]
+fn no_file_cites_a_document_the_repository_lacks() {
+    // A document named in prose (an upper-case name such as the architecture document, or a
+    // path into docs/) must be a tracked file; names of files that runs write (a run's
+    // `report.md`) are allowed by the list below.
+    const WRITTEN_BY_RUNS: &[&str] = &["report.md", "pooled.md", "summary.md", "CHANGELOG.md"];
+    let files = tracked();
+    let names: BTreeSet<&str> = files.iter().map(|f| f.rsplit('/').next().unwrap_or(f)).collect();
+    let mut missing = Vec::new();
+    for f in files.iter().filter(|f| [".rs", ".md", ".py", ".toml"].iter().any(|e| f.ends_with(e))) {
+        let Ok(text) = std::fs::read_to_string(repo_root().join(f)) else { continue };
+        for (i, _) in text.match_indices(".md") {
+            let start = text[..i]
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '/' | '.')))
+                .map_or(0, |s| s + 1);
+            let cited = &text[start..i + 3];
+            let file = cited.rsplit('/').next().unwrap_or(cited);
+            let stem = file.trim_end_matches(".md");
+            // Upper-case document names and paths into docs/.
+            let is_doc = (!stem.is_empty() && stem.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+                || cited.contains("docs/");
+            if is_doc && !names.contains(file) && !WRITTEN_BY_RUNS.contains(&file) {
+                missing.push(format!("{f}: {cited}"));
+            }
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(missing.is_empty(), "documents cited but not in the repository: {missing:?}");
+}

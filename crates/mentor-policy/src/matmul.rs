@@ -138,7 +138,7 @@ impl CustomOp2 for MatmulT {
 
 /// The kernel, with a run-time check for AVX2 and FMA.
 // SIMD intrinsics and the raw-pointer tiles need `unsafe`; every unsafe fn states its contract
-// and every block why it holds (STYLE.md).
+// and every block why it holds (`// SAFETY:` comments).
 #[allow(unsafe_code)]
 mod simd {
     use candle_core::bail;

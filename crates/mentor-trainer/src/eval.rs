@@ -7,7 +7,7 @@ use mentor_policy::{GenerateConfig, Policy, Sampler};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::policy::mix;
+use crate::seed::mix;
 
 /// One evaluation result (a line of `eval.jsonl`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

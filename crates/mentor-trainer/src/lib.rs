@@ -31,6 +31,7 @@ pub mod random_prefix;
 pub mod report;
 pub mod rescue;
 pub mod rollout;
+pub mod seed;
 pub mod train;
 pub mod update;
 pub mod verify;

@@ -146,7 +146,7 @@ impl PolicyChat {
         let key = prompt
             .iter()
             .fold(0xcbf2_9ce4_8422_2325u64, |h, &id| (h ^ u64::from(id)).wrapping_mul(0x0100_0000_01b3));
-        crate::policy::mix(&[self.config.seed, key])
+        crate::seed::mix(&[self.config.seed, key])
     }
 
     /// Generates the replies of `prompts`, at most `max_rows` per model call.

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{CurriculumSection, PretrainSection};
 use crate::curriculum::{Problem, Tens};
 use crate::error::Result;
-use crate::policy::mix;
+use crate::seed::mix;
 
 /// One supervised example: prompt ids (including any given answer start) and target ids.
 struct Example {

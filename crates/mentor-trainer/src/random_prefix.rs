@@ -142,10 +142,10 @@ impl Mentor for RandomPrefix {
     fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
         let mut out = self.inner.intervene(request)?;
         if let Some(hint) = out.hint.take() {
-            let seed = crate::policy::mix(&[
+            let seed = crate::seed::mix(&[
                 self.seed,
                 0x0c04_7501,
-                crate::policy::str_key(&request.task.id),
+                crate::seed::str_key(&request.task.id),
                 request.previous_hints.len() as u64,
             ]);
             let c = control(request.task, &hint, seed, &self.guard);

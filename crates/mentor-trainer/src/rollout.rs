@@ -7,7 +7,7 @@ use mentor_policy::generate::GenerateConfig;
 use mentor_policy::{Policy, Sampler};
 
 use crate::error::Result;
-use crate::policy::mix;
+use crate::seed::mix;
 
 /// Samples on-policy with the training sampler: temperature, and top-p / top-k when set with
 /// [`PolicyRollout::with_top`] (off by default). Each completion's log-probs are those of the

@@ -27,9 +27,8 @@ pub fn run(args: &RescueArgs) -> Result<()> {
         // Each seed's table stays in its directory; stdout gets the pooled one.
         one(&c, None)?;
     }
-    let pooled =
-        crate::rescue::pooled::pool(&dir, cfg.rescue.bootstrap, crate::policy::mix(&[0xb007, 0x5eed]))
-            .context("pooling the seeds")?;
+    let pooled = crate::rescue::pooled::pool(&dir, cfg.rescue.bootstrap, crate::seed::mix(&[0xb007, 0x5eed]))
+        .context("pooling the seeds")?;
     crate::jsonl::write_json(&dir.join(crate::rescue::pooled::POOLED_JSON), &pooled)?;
     let md = crate::rescue::pooled::markdown(&pooled);
     crate::jsonl::write_atomic(&dir.join(crate::rescue::pooled::POOLED_MARKDOWN), md.as_bytes())?;

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use self::grid::{Cell, Regime, Status};
 use self::strata::{PromptStyle, Stratum};
 use crate::error::{Error, Result};
-use crate::policy::mix;
+use crate::seed::mix;
 
 /// The stream of the probe's attempts.
 pub const PROBE_STREAM: u64 = 0x9e0b;
@@ -167,7 +167,7 @@ fn draw(
     for &i in &order {
         for g in 0..n {
             rows.push(prompts[i].clone());
-            seeds.push(mix(&[seed, PROBE_STREAM, crate::policy::str_key(&items[i].0.id), g as u64]));
+            seeds.push(mix(&[seed, PROBE_STREAM, crate::seed::str_key(&items[i].0.id), g as u64]));
             owner.push((i, g));
         }
     }
@@ -489,7 +489,7 @@ mod tests {
         }
         // And the texts themselves: generating at 3 gives the first 3 tokens of generating at 9.
         let prompt = vec![p.encode_chat(&t[0].prompt).unwrap()];
-        let seed = [mix(&[5, PROBE_STREAM, crate::policy::str_key(&t[0].id), 0])];
+        let seed = [mix(&[5, PROBE_STREAM, crate::seed::str_key(&t[0].id), 0])];
         let cfg = |l| GenerateConfig {
             sampler: Sampler { temperature: 1.0, top_p: 1.0, top_k: 0 },
             max_new_tokens: l,

@@ -261,7 +261,7 @@ fn resampled_accuracy(correct: &[bool], run_seed: u64, b: &Bootstrap) -> Option<
     if n == 0 {
         return None;
     }
-    let seed = crate::policy::mix(&[b.seed, run_seed, n as u64]);
+    let seed = crate::seed::mix(&[b.seed, run_seed, n as u64]);
     Some(
         resamples(n, b.resamples, seed)
             .iter()

@@ -108,7 +108,7 @@ pub fn arm_color(arm: &str) -> (u8, u8, u8) {
         Some(known) => known_arm_color(known).0,
         None => {
             // FNV-1a: stable across runs and platforms.
-            let hash = crate::policy::str_key(arm);
+            let hash = crate::seed::str_key(arm);
             OTHER_PALETTE[(hash % OTHER_PALETTE.len() as u64) as usize]
         }
     }

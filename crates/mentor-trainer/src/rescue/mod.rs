@@ -43,7 +43,7 @@ use self::arms::{ask, ask_all, ArmRow, Asked, Mentors};
 use self::sampling::{PairedSampler, Request, Scored, BASE_STREAM, HINTED_STREAM};
 use crate::config::TrainConfig;
 use crate::error::{Error, Result};
-use crate::policy::mix;
+use crate::seed::mix;
 use crate::train::{load_tasks, Tasks};
 
 /// A collapsed problem.

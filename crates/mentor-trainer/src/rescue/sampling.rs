@@ -13,7 +13,7 @@ use mentor_policy::generate::GenerateConfig;
 use mentor_policy::{Policy, Sampler};
 
 use crate::error::{Error, Result};
-use crate::policy::mix;
+use crate::seed::mix;
 
 /// The stream of the unhinted first attempts.
 pub const BASE_STREAM: u64 = 0xba5e;

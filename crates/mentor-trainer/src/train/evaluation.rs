@@ -8,7 +8,7 @@ use super::tasks::Tasks;
 use crate::config::TrainConfig;
 use crate::error::Result;
 use crate::eval::{evaluate, EvalRow};
-use crate::policy::mix;
+use crate::seed::mix;
 
 /// The seed of a curriculum run's evaluation sets (one per run seed, shared by its arms).
 pub fn curriculum_eval_seed(cfg: &TrainConfig) -> u64 {

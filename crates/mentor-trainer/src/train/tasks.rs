@@ -13,7 +13,7 @@ use rand::SeedableRng;
 use crate::config::{TaskSpec, TrainConfig};
 use crate::curriculum;
 use crate::error::{Error, Result};
-use crate::policy::mix;
+use crate::seed::mix;
 
 /// Where training tasks come from.
 pub enum Tasks {
