@@ -244,3 +244,23 @@ fn no_file_cites_a_document_the_repository_lacks() {
     missing.dedup();
     assert!(missing.is_empty(), "documents cited but not in the repository: {missing:?}");
 }
+
+#[test]
+fn no_crate_exports_an_item_at_two_paths() {
+    // `pub mod m;` beside `pub use m::Item;` makes `Item` reachable as `crate::m::Item` and
+    // `crate::Item`, and callers split between them: a module is public or re-exported, not both.
+    for entry in std::fs::read_dir(repo_root().join("crates")).unwrap() {
+        let lib = entry.unwrap().path().join("src/lib.rs");
+        let Ok(text) = std::fs::read_to_string(&lib) else { continue };
+        let public: Vec<&str> =
+            text.lines().filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';')).collect();
+        for m in public {
+            let reexport = format!("pub use {m}::");
+            assert!(
+                !text.lines().any(|l| l.trim().starts_with(&reexport)),
+                "{}: `pub mod {m}` and `{reexport}…` export the same items twice",
+                lib.display()
+            );
+        }
+    }
+}

@@ -80,7 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
     };
     // As the `mentor` binary: candle's pool helpers spin briefly (see `threads::POOL_SPIN_LIMIT`).
-    use mentor_policy::threads::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
+    use mentor_policy::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
     if std::env::var_os(POOL_SPIN_VAR).is_none() {
         std::env::set_var(POOL_SPIN_VAR, POOL_SPIN_LIMIT.to_string());
     }
@@ -100,7 +100,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{{\"what\":\"load\",\"seconds\":{:.2},\"params\":{},\"threads\":{}}}",
         t.elapsed().as_secs_f64(),
         policy.num_params(),
-        mentor_policy::threads::current_threads()
+        mentor_policy::current_threads()
     );
     let bw = memcpy_bandwidth();
     println!(

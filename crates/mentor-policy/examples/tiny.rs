@@ -5,7 +5,7 @@
 
 use candle_core::{DType, Device};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
-use mentor_policy::config::Config;
+use mentor_policy::Config;
 use mentor_policy::{GenerateConfig, LogProbOptions, Policy, Sampler};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

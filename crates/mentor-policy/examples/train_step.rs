@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use candle_core::{DType, Device, Tensor};
-use mentor_policy::config::Config;
+use mentor_policy::Config;
 use mentor_policy::{LogProbOptions, Policy};
 
 fn arg(name: &str, default: usize) -> usize {

@@ -250,7 +250,7 @@ pub fn batching_mentor(
 mod tests {
     use super::*;
     use candle_core::{DType, Device};
-    use mentor_policy::config::Config;
+    use mentor_policy::Config;
 
     fn tiny() -> Arc<Policy> {
         let p = Policy::char_level(

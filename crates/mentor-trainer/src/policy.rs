@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use candle_core::{DType, Device};
 use mentor_core::assets::AssetDir;
-use mentor_policy::config::Config;
+use mentor_policy::Config;
 use mentor_policy::{HubOptions, LoadOptions, ModelSource, Policy};
 
 use crate::config::{ModelChoice, ModelSection};
@@ -71,7 +71,7 @@ pub fn model_config(model: &ModelSection) -> Result<Option<Config>> {
     let mut f = std::fs::File::open(&path).map_err(Error::io(&path))?;
     let ct = candle_core::quantized::gguf_file::Content::read(&mut f)
         .map_err(|e| Error::Missing(format!("{}: {e}", path.display())))?;
-    Ok(Some(mentor_policy::gguf::config(&ct)?))
+    Ok(Some(mentor_policy::config_from_gguf(&ct)?))
 }
 
 /// Parameters of a model with configuration `cfg` (the sum of its weight shapes).

@@ -3,7 +3,7 @@
 
 use mentor_core::{Completion, FinishReason, Task, Verifier};
 use mentor_integration::{Group, Rollout, RolloutError, Sample, SampleRequest, Scored};
-use mentor_policy::generate::GenerateConfig;
+use mentor_policy::GenerateConfig;
 use mentor_policy::{Policy, Sampler};
 
 use crate::error::Result;
@@ -174,7 +174,7 @@ pub fn score(tasks: Vec<Task>, samples: Vec<Vec<Sample>>, verifier: &dyn Verifie
 mod tests {
     use candle_core::{DType, Device};
     use mentor_core::Message;
-    use mentor_policy::config::Config;
+    use mentor_policy::Config;
 
     use super::*;
     use crate::curriculum::ALPHABET;

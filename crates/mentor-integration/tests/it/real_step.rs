@@ -11,7 +11,7 @@ use mentor_integration::{
     Group, InterventionConfig, MonitorConfig, Plugin, Rollout, Sample, SampleRequest, Scored, Strategy,
     TaskSource, TrainRow,
 };
-use mentor_policy::generate::GenerateConfig;
+use mentor_policy::GenerateConfig;
 use mentor_policy::{Config, LogProbOptions, Policy, Sampler};
 use mentor_verify_math::MathEquivalence;
 use mentor_verify_math::MathVerifier;

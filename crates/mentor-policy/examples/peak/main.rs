@@ -36,12 +36,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     unsafe {
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
     };
-    use mentor_policy::threads::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
+    use mentor_policy::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
     if std::env::var_os(POOL_SPIN_VAR).is_none() {
         std::env::set_var(POOL_SPIN_VAR, POOL_SPIN_LIMIT.to_string());
     }
     let threads = value("--threads").unwrap_or(2);
-    mentor_policy::threads::set_threads(threads)?;
+    mentor_policy::set_threads(threads)?;
     let tiny = flag("--tiny");
     let sizes = if tiny { measure::Sizes::tiny() } else { measure::Sizes::full() };
     let policy = if tiny {

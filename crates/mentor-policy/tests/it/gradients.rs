@@ -1,7 +1,7 @@
 //! Every weight gets a gradient, and the gradient is the derivative (finite differences, f64).
 
 use candle_core::{DType, Device, Tensor};
-use mentor_policy::config::RopeScaling;
+use mentor_policy::RopeScaling;
 use mentor_policy::{Kernels, LogProbOptions, Policy};
 
 use crate::{tiny, tiny_with};

@@ -7,7 +7,7 @@ mod gradients;
 mod smollm2;
 
 use candle_core::{DType, Device};
-use mentor_policy::config::Config;
+use mentor_policy::Config;
 use mentor_policy::Policy;
 
 /// Alphabet of the tiny test models.

@@ -69,7 +69,7 @@ fn generate_with(policy: &Policy, args: &GenerateArgs) -> mentor_policy::Result<
 #[cfg(test)]
 mod tests {
     use candle_core::{DType, Device};
-    use mentor_policy::config::Config;
+    use mentor_policy::Config;
 
     use super::*;
 

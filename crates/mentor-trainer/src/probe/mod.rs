@@ -409,7 +409,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use candle_core::{DType, Device};
-    use mentor_policy::config::Config;
+    use mentor_policy::Config;
 
     use super::*;
     use crate::curriculum::ALPHABET;

@@ -296,7 +296,7 @@ mod tests {
         let learner = Arc::new(
             Policy::char_level(
                 crate::curriculum::ALPHABET,
-                mentor_policy::config::Config::tiny(0, 32, 2, 4, 2),
+                mentor_policy::Config::tiny(0, 32, 2, 4, 2),
                 1,
                 candle_core::DType::F32,
                 &candle_core::Device::Cpu,

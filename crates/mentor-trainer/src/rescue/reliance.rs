@@ -104,7 +104,7 @@ pub fn spread(values: &[f64]) -> Option<[f64; 3]> {
 #[cfg(test)]
 mod tests {
     use candle_core::{DType, Device};
-    use mentor_policy::config::Config;
+    use mentor_policy::Config;
     use mentor_policy::{GenerateConfig, Sampler};
 
     use super::*;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use indicatif::ProgressBar;
 use mentor_core::{Attempt, Completion, FinishReason, Message, Task, Verifier};
-use mentor_policy::generate::GenerateConfig;
+use mentor_policy::GenerateConfig;
 use mentor_policy::{Policy, Sampler};
 
 use crate::error::{Error, Result};
@@ -200,7 +200,7 @@ impl<'a> PairedSampler<'a> {
 #[cfg(test)]
 mod tests {
     use candle_core::{DType, Device};
-    use mentor_policy::config::Config;
+    use mentor_policy::Config;
 
     use super::*;
     use crate::curriculum::ALPHABET;

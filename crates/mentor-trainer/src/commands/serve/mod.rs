@@ -798,7 +798,7 @@ impl Gate {
 mod tests {
     use super::*;
     use candle_core::{DType, Device};
-    use mentor_policy::config::Config;
+    use mentor_policy::Config;
     use serde_json::Value;
 
     #[test]

@@ -399,7 +399,7 @@ impl ChatService {
 mod tests {
     use super::*;
     use candle_core::{DType, Device};
-    use mentor_policy::config::Config;
+    use mentor_policy::Config;
 
     fn service() -> ChatService {
         let policy =
