@@ -109,6 +109,17 @@ pub enum FinishReason {
     Length,
 }
 
+impl From<FinishReason> for mentor_core::FinishReason {
+    /// What a verifier and the mentor need to know: truncated (`Length`) or ended on its own
+    /// (a stop id or a stop string).
+    fn from(r: FinishReason) -> Self {
+        match r {
+            FinishReason::Length => mentor_core::FinishReason::Length,
+            FinishReason::Stop | FinishReason::StopString => mentor_core::FinishReason::Stop,
+        }
+    }
+}
+
 /// One generated completion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Generation {
@@ -377,6 +388,14 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_length_limit_is_a_truncation_for_verifiers() {
+        let core = |r: FinishReason| -> mentor_core::FinishReason { r.into() };
+        assert_eq!(core(FinishReason::Length), mentor_core::FinishReason::Length);
+        assert_eq!(core(FinishReason::Stop), mentor_core::FinishReason::Stop);
+        assert_eq!(core(FinishReason::StopString), mentor_core::FinishReason::Stop);
+    }
 
     #[test]
     fn prefill_plan_shares_the_common_start_and_repeated_prompts() {

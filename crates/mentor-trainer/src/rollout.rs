@@ -89,10 +89,7 @@ impl<'a> PolicyRollout<'a> {
                     completion: Completion {
                         task_id: req.task.id.clone(),
                         text: g.text,
-                        finish_reason: match g.finish_reason {
-                            mentor_policy::FinishReason::Length => FinishReason::Length,
-                            _ => FinishReason::Stop,
-                        },
+                        finish_reason: g.finish_reason.into(),
                     },
                     prefix_ids: prefix_ids.clone(),
                     ids: g.token_ids,

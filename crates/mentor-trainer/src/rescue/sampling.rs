@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use indicatif::ProgressBar;
-use mentor_core::{Attempt, Completion, FinishReason, Message, Task, Verifier};
+use mentor_core::{Attempt, Completion, Message, Task, Verifier};
 use mentor_policy::GenerateConfig;
 use mentor_policy::{Policy, Sampler};
 
@@ -185,10 +185,7 @@ impl<'a> PairedSampler<'a> {
                 completion: Completion {
                     task_id: requests[i / n].task.id.clone(),
                     text: g.text,
-                    finish_reason: match g.finish_reason {
-                        mentor_policy::FinishReason::Length => FinishReason::Length,
-                        _ => FinishReason::Stop,
-                    },
+                    finish_reason: g.finish_reason.into(),
                 },
                 verdict,
             },
