@@ -871,7 +871,10 @@ mod tests {
         assert_eq!((g.rescue.stratum.as_str(), g.sampling.temperature), ("gsm8k steps<=2", 0.6));
         let a = TrainConfig::load("rescue-arith-smollm2", &[]).unwrap();
         assert_eq!((a.rescue.stratum.as_str(), a.sampling.temperature), ("arith 2-step seed 0", 0.3));
-        for c in [&g, &a] {
+        let m = TrainConfig::load("rescue-mbpp-smollm2", &[]).unwrap();
+        assert_eq!((m.rescue.stratum.as_str(), m.sampling.temperature), ("mbpp lines<=3", 0.3));
+        assert_eq!(m.rescue.collapsed, 40);
+        for c in [&g, &a, &m] {
             assert_eq!(group_sizes(c), (4, 2));
             assert_eq!(c.rescue.prompt, crate::probe::strata::PromptStyle::FewShot);
             assert_eq!(c.sampling.max_new_tokens, 128);
