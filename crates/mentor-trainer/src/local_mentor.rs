@@ -52,6 +52,9 @@ pub struct PolicyChat {
     config: LocalConfig,
     /// Most rows one model call takes; larger batches are generated in chunks.
     max_rows: usize,
+    /// Most prompt tokens one model call takes (the prefill's attention grows with rows ×
+    /// length²: 64 mentor prompts of ~1,500 tokens once held 24 GB).
+    max_prompt_tokens: usize,
     batch: Mutex<Batch>,
     changed: Condvar,
     /// Model calls made (a chunk of a batch is one call).
@@ -103,6 +106,7 @@ impl PolicyChat {
             policy,
             config,
             max_rows: 64,
+            max_prompt_tokens: 16_384,
             batch: Mutex::default(),
             changed: Condvar::new(),
             calls: std::sync::atomic::AtomicUsize::new(0),
@@ -112,6 +116,12 @@ impl PolicyChat {
     /// At most `rows` conversations per model call (at least 1).
     pub fn with_max_rows(mut self, rows: usize) -> Self {
         self.max_rows = rows.max(1);
+        self
+    }
+
+    /// At most `tokens` prompt tokens per model call (at least one conversation per call).
+    pub fn with_max_prompt_tokens(mut self, tokens: usize) -> Self {
+        self.max_prompt_tokens = tokens.max(1);
         self
     }
 
@@ -153,7 +163,20 @@ impl PolicyChat {
     fn generate(&self, prompts: &[Vec<u32>]) -> Vec<std::result::Result<String, String>> {
         let cfg = self.settings();
         let mut out = Vec::with_capacity(prompts.len());
-        for chunk in prompts.chunks(self.max_rows) {
+        // Chunks of at most `max_rows` rows and `max_prompt_tokens` prompt tokens, in order.
+        let mut chunks: Vec<&[Vec<u32>]> = Vec::new();
+        let (mut start, mut tokens) = (0, 0);
+        for (i, p) in prompts.iter().enumerate() {
+            if i > start && (i - start == self.max_rows || tokens + p.len() > self.max_prompt_tokens) {
+                chunks.push(&prompts[start..i]);
+                (start, tokens) = (i, 0);
+            }
+            tokens += p.len();
+        }
+        if start < prompts.len() {
+            chunks.push(&prompts[start..]);
+        }
+        for chunk in chunks {
             let seeds: Vec<u64> = chunk.iter().map(|p| self.row_seed(p)).collect();
             self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             match self.policy.generate_with_row_seeds(chunk, &cfg, &seeds) {
@@ -294,8 +317,14 @@ mod tests {
         let expected: Vec<String> = conversations.iter().map(|c| alone.chat(c).unwrap()).collect();
         assert_eq!(alone.model_calls(), 5);
         // Five registered clients on five threads: one call, chunked by `max_rows` = 2 into 3.
-        for (rows, calls) in [(64, 1), (2, 3)] {
-            let chat = Arc::new(PolicyChat::new(policy.clone(), cfg.clone()).with_max_rows(rows));
+        // A budget of one token puts every conversation in a call of its own (a call takes at
+        // least one, whatever its length).
+        for (rows, budget, calls) in [(64, 1 << 20, 1), (2, 1 << 20, 3), (64, 1, 5)] {
+            let chat = Arc::new(
+                PolicyChat::new(policy.clone(), cfg.clone())
+                    .with_max_rows(rows)
+                    .with_max_prompt_tokens(budget),
+            );
             let clients: Vec<Client> = conversations.iter().map(|_| chat.client()).collect();
             let replies: Vec<String> = std::thread::scope(|s| {
                 let handles: Vec<_> = conversations
