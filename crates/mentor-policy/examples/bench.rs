@@ -79,7 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     unsafe {
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
     };
-    // As the `mentor` binary: candle's pool helpers spin briefly (see `threads::POOL_SPIN_LIMIT`).
+    // As the `mentor` binary: candle's pool helpers spin briefly (see `mentor_policy::POOL_SPIN_LIMIT`).
     use mentor_policy::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
     if std::env::var_os(POOL_SPIN_VAR).is_none() {
         std::env::set_var(POOL_SPIN_VAR, POOL_SPIN_LIMIT.to_string());

@@ -22,7 +22,7 @@
 //! variables, or print.
 //!
 //! ```
-//! use mentor_policy::{config::Config, GenerateConfig, Policy, Sampler};
+//! use mentor_policy::{Config, GenerateConfig, Policy, Sampler};
 //! use candle_core::{DType, Device};
 //!
 //! let policy = Policy::char_level("0123456789+=", Config::tiny(0, 32, 2, 4, 2), 7, DType::F32, &Device::Cpu)?;
