@@ -16,6 +16,9 @@ use std::time::Instant;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[path = "common/process.rs"]
+mod process;
+
 use candle_core::DType;
 use mentor_core::assets::AssetDir;
 use mentor_policy::{GenerateConfig, LoadOptions, LogProbOptions, Message, ModelSource, Policy, Sampler};
@@ -71,19 +74,7 @@ fn cpu_seconds() -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // `mi_option_purge_delay` of mimalloc.h (v2 and v3: between `eager_commit_delay` = 14 and
-    // `use_numa_nodes` = 16; libmimalloc-sys names neither the option nor its value).
-    const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-    // SAFETY: sets a process-wide integer option (no pointers); -1 = never purge freed memory.
-    #[allow(unsafe_code)]
-    unsafe {
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
-    };
-    // As the `mentor` binary: candle's pool helpers spin briefly (see `mentor_policy::POOL_SPIN_LIMIT`).
-    use mentor_policy::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
-    if std::env::var_os(POOL_SPIN_VAR).is_none() {
-        std::env::set_var(POOL_SPIN_VAR, POOL_SPIN_LIMIT.to_string());
-    }
+    process::tune();
     let new_tokens = arg("--new-tokens", 32);
     let train_batch = arg("--train-batch", 4);
     let train_len = arg("--train-len", 128);

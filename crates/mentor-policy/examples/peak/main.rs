@@ -15,6 +15,9 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[path = "../common/process.rs"]
+mod process;
+
 mod measure;
 
 use mentor_core::assets::AssetDir;
@@ -30,16 +33,7 @@ fn value(name: &str) -> Option<usize> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-    // SAFETY: sets a process-wide integer option (no pointers); -1 = never purge freed memory.
-    #[allow(unsafe_code)]
-    unsafe {
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
-    };
-    use mentor_policy::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
-    if std::env::var_os(POOL_SPIN_VAR).is_none() {
-        std::env::set_var(POOL_SPIN_VAR, POOL_SPIN_LIMIT.to_string());
-    }
+    process::tune();
     let threads = value("--threads").unwrap_or(2);
     mentor_policy::set_threads(threads)?;
     let tiny = flag("--tiny");
