@@ -153,10 +153,7 @@ impl PolicyChat {
 
     /// The row seed of a conversation: the config's seed and the prompt, nothing else.
     fn row_seed(&self, prompt: &[u32]) -> u64 {
-        let key = prompt
-            .iter()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, &id| (h ^ u64::from(id)).wrapping_mul(0x0100_0000_01b3));
-        crate::seed::mix(&[self.config.seed, key])
+        crate::seed::mix(&[self.config.seed, crate::seed::ids_key(prompt)])
     }
 
     /// Generates the replies of `prompts`, at most `max_rows` per model call.

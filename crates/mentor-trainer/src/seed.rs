@@ -16,5 +16,14 @@ pub fn mix(parts: &[u64]) -> u64 {
 
 /// A stable 64-bit key of a string (FNV-1a): task ids and names as [`mix`] parts.
 pub fn str_key(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    fnv(s.bytes().map(u64::from))
+}
+
+/// A stable 64-bit key of token ids (FNV-1a over the ids): a prompt as a [`mix`] part.
+pub fn ids_key(ids: &[u32]) -> u64 {
+    fnv(ids.iter().map(|&id| u64::from(id)))
+}
+
+fn fnv(items: impl Iterator<Item = u64>) -> u64 {
+    items.fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b).wrapping_mul(0x0100_0000_01b3))
 }

@@ -252,6 +252,7 @@ fn question_sentence(question: &str, steps: &[ReferenceStep], k: usize) -> Optio
             .filter(|w| words.contains(w))
             .filter(|w| sentences.iter().enumerate().all(|(j, (_, other))| j == i || !other.contains(w)))
             .collect();
+        shared.sort_unstable();
         shared.dedup();
         let score = usize::from(holds_operand) * 100 + shared.len();
         if score > 0 && best.is_none_or(|(b, _)| score > b) {

@@ -147,8 +147,8 @@ pub(crate) fn computations(text: &str) -> Vec<Computation> {
         let expr = lhs.trim().trim_start_matches(['$', ' ']);
         // Skip a leading unary-minus-free fragment like ", 3 + 4" by trimming separators.
         let expr = expr.trim_start_matches([',', ' ', ')', '.']);
-        let Some(value) = eval(expr) else { continue };
         let Some(tokens) = tokenize(&clean(expr)) else { continue };
+        let Some(value) = eval_tokens(&tokens) else { continue };
         let mut ops = Vec::new();
         let mut operands = Vec::new();
         let mut after_operand = false;
@@ -191,13 +191,13 @@ fn clean(expr: &str) -> String {
         .collect()
 }
 
-/// Evaluates an arithmetic expression with at least one binary operator; `None` otherwise.
-fn eval(expr: &str) -> Option<f64> {
-    let tokens = tokenize(&clean(expr))?;
+/// Evaluates a tokenized arithmetic expression with at least one binary operator; `None`
+/// otherwise.
+fn eval_tokens(tokens: &[Tok]) -> Option<f64> {
     if !tokens.iter().any(|t| matches!(t, Tok::Op(_))) {
         return None;
     }
-    let mut p = Parser { tokens: &tokens, pos: 0, depth: 0 };
+    let mut p = Parser { tokens, pos: 0, depth: 0 };
     let v = p.sum()?;
     (p.pos == tokens.len() && v.is_finite()).then_some(v)
 }

@@ -245,6 +245,15 @@ impl Mentors {
         })
     }
 
+    /// The chat to batch `arm`'s calls with (the `local` arm's; `None` for the others).
+    pub fn chat_of(&self, arm: RescueArm) -> Option<&Arc<crate::local_mentor::PolicyChat>> {
+        if arm == RescueArm::Local {
+            self.local_chat.as_ref()
+        } else {
+            None
+        }
+    }
+
     /// The mentor of a diagnosing arm.
     pub fn of(&self, arm: RescueArm) -> Option<&dyn Mentor> {
         match arm {

@@ -262,9 +262,9 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
                 .iter()
                 .map(|prob| (prob.task, prob.attempts.as_slice(), hint_level(level), &[][..]))
                 .collect();
-            let chat = if arm == RescueArm::Local { mentors.local_chat.as_ref() } else { None };
             *model_asks.entry(arm).or_default() += jobs.len();
-            for (p, a) in ask_all(mentor, chat, &jobs, r.batch_rows)?.into_iter().enumerate() {
+            for (p, a) in ask_all(mentor, mentors.chat_of(arm), &jobs, r.batch_rows)?.into_iter().enumerate()
+            {
                 asked.insert((arm, p, level), a);
             }
         }
@@ -363,9 +363,8 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
                         (prob.task, prob.attempts.as_slice(), hint_level(level), cells[k][p].hints.as_slice())
                     })
                     .collect();
-                let chat = if row.arm == RescueArm::Local { mentors.local_chat.as_ref() } else { None };
                 *model_asks.entry(row.arm).or_default() += jobs.len();
-                ask_all(mentor, chat, &jobs, r.batch_rows)?
+                ask_all(mentor, mentors.chat_of(row.arm), &jobs, r.batch_rows)?
             } else {
                 let mut answers = Vec::with_capacity(open.len());
                 for &p in &open {
