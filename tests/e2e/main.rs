@@ -9,6 +9,7 @@ mod cli_train_limits;
 mod cli_train_real;
 mod cli_verify;
 mod cli_verify_code;
+mod demo_reproducible;
 mod mentor_backends;
 
 use std::path::PathBuf;

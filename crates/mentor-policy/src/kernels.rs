@@ -65,14 +65,16 @@ impl Real for f32 {
     const ONE: Self = 1.0;
     // Below 2^-150 = e^-103.97, half the smallest subnormal.
     const EXP_ZERO_BELOW: Self = -104.0;
+    // The vector path's arithmetic on one lane, and a libm-free `ln` (`crate::vexp`): the same
+    // bits on every CPU and C library.
     fn exp(self) -> Self {
-        f32::exp(self)
+        crate::vexp::exp_scalar(self)
     }
     fn sqrt(self) -> Self {
         f32::sqrt(self)
     }
     fn ln(self) -> Self {
-        f32::ln(self)
+        crate::vexp::ln(self)
     }
     // 8 lanes at a time; 0 below -87.33 rather than `EXP_ZERO_BELOW` (it drops subnormals,
     // under 1e-38 of the sums of at least 1 these enter).

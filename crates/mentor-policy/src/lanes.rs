@@ -1,16 +1,10 @@
 //! What the crate's AVX2 kernels (`matmul`, `attention`, `vexp`) share: whether the CPU runs
 //! them, and the sum of a vector's 8 lanes.
 
-/// Whether this CPU has AVX2 and FMA (always false off x86-64).
+/// Whether the AVX2 kernels run: the CPU has AVX2 and FMA and the portable path is not forced
+/// ([`crate::paths`]).
 pub(crate) fn avx2_fma() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::paths::use_avx2()
 }
 
 /// Sum of the 8 lanes of `v`: high half onto low half, then pairs, then the last two.
@@ -27,4 +21,11 @@ pub(crate) unsafe fn hsum(v: std::arch::x86_64::__m256) -> f32 {
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
     _mm_cvtss_f32(s)
+}
+
+/// [`hsum`]'s order on 8 plain lanes: `(l0+l4) + (l2+l6)` and `(l1+l5) + (l3+l7)`, then those two.
+pub(crate) fn hsum_portable(l: &[f32; 8]) -> f32 {
+    let s = [l[0] + l[4], l[1] + l[5], l[2] + l[6], l[3] + l[7]];
+    let t = [s[0] + s[2], s[1] + s[3]];
+    t[0] + t[1]
 }

@@ -25,9 +25,14 @@ use candle_core::{bail, CpuStorage, CustomOp2, DType, Layout, Module, Shape, Ten
 
 use crate::kernels::contiguous;
 
-/// Whether [`matmul_t`] takes its own kernel for `x` and `w` (else candle's matmul).
+/// Whether [`matmul_t`] takes its own kernel for `x` and `w` (else candle's matmul): CPU
+/// `f32` tensors, on an AVX2 + FMA CPU or in the fixed-order mode ([`crate::paths`]), where
+/// the portable kernel runs on every CPU.
 pub fn supported(x: &Tensor, w: &Tensor) -> bool {
-    x.device().is_cpu() && x.dtype() == DType::F32 && w.dtype() == DType::F32 && simd::available()
+    x.device().is_cpu()
+        && x.dtype() == DType::F32
+        && w.dtype() == DType::F32
+        && (simd::available() || crate::paths::deterministic())
 }
 
 /// Rows of `x` up to which [`matmul_t`] runs its own kernel: beyond, candle's packed gemm is
@@ -79,6 +84,74 @@ fn out_dims(dims: &[usize], n: usize) -> Vec<usize> {
     out
 }
 
+/// `a · bᵀ` for `a` `[.., M, K]` and `b` `[.., N, K]` with the same leading dims:
+/// `[.., M, N]`. Differentiable in both. In the fixed-order mode ([`crate::paths`]) and for CPU
+/// `f32` tensors this is the crate's kernel, batch by batch (each output the same fixed-order
+/// sum as [`matmul_t`]'s); otherwise candle's batched matmul.
+pub fn bmm_t(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
+    let (ad, bd) = (a.dims(), b.dims());
+    if ad.len() < 2
+        || bd.len() != ad.len()
+        || ad[..ad.len() - 2] != bd[..bd.len() - 2]
+        || ad.last() != bd.last()
+    {
+        bail!("bmm_t: a {ad:?} and b {bd:?} are not [.., M, K] and [.., N, K]");
+    }
+    let fixed = crate::paths::deterministic()
+        && a.device().is_cpu()
+        && a.dtype() == DType::F32
+        && b.dtype() == DType::F32;
+    if !fixed {
+        return a.matmul(&b.t()?);
+    }
+    a.contiguous()?.apply_op2(&b.contiguous()?, BmmT)
+}
+
+/// The custom op of [`bmm_t`].
+struct BmmT;
+
+impl CustomOp2 for BmmT {
+    fn name(&self) -> &'static str {
+        "bmm_t"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (ad, bd) = (l1.dims(), l2.dims());
+        let r = ad.len();
+        let (m, k, n) = (ad[r - 2], ad[r - 1], bd[r - 2]);
+        let batches: usize = ad[..r - 2].iter().product();
+        let a = contiguous::<f32>(s1, l1, "bmm_t")?;
+        let b = contiguous::<f32>(s2, l2, "bmm_t")?;
+        let mut dst = vec![0f32; batches * m * n];
+        simd::batched(a, b, &mut dst, batches, m, n, k)?;
+        let mut out = ad.to_vec();
+        out[r - 1] = n;
+        Ok((CpuStorage::F32(dst), Shape::from(out)))
+    }
+
+    fn bwd(
+        &self,
+        a: &Tensor,
+        b: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        let r = a.rank();
+        let (a, b) = (a.detach(), b.detach());
+        let t = |x: &Tensor| x.transpose(r - 2, r - 1)?.contiguous();
+        // `da = g · b = g · (bᵀ)ᵀ`, `db = gᵀ · a = gᵀ · (aᵀ)ᵀ`.
+        let da = grad.contiguous()?.apply_op2(&t(&b)?, BmmT)?;
+        let db = t(grad)?.apply_op2(&t(&a)?, BmmT)?;
+        Ok((Some(da), Some(db)))
+    }
+}
+
 /// The custom op over `[.., K]` (`M` rows) and `[N, K]`.
 struct MatmulT;
 
@@ -101,7 +174,7 @@ impl CustomOp2 for MatmulT {
         }
         let m = l1.shape().elem_count() / k.max(1);
         let out = out_dims(dims, n);
-        if m == 1 || m > SMALL_M {
+        if !crate::paths::deterministic() && (m == 1 || m > SMALL_M) {
             // candle's gemm on the same buffers, `w` read through a transposed layout.
             if !(l1.is_contiguous() && l2.is_contiguous()) {
                 bail!("matmul_t: operands must be contiguous");
@@ -130,6 +203,13 @@ impl CustomOp2 for MatmulT {
         // keep `grad` alive as long as they are.
         let (x, w) = (x.detach(), w.detach());
         let g = grad.reshape((m, n))?;
+        if crate::paths::deterministic() {
+            // The same fixed-order kernel: `dx = g · w = g · (wᵀ)ᵀ`, `dw = gᵀ · x = gᵀ · (xᵀ)ᵀ`.
+            let dx = g.apply_op2(&w.t()?.contiguous()?, MatmulT)?.reshape(x.dims())?;
+            let gt = g.t()?.contiguous()?;
+            let dw = gt.apply_op2(&x.reshape((m, k))?.t()?.contiguous()?, MatmulT)?;
+            return Ok((Some(dx), Some(dw)));
+        }
         let dx = g.matmul(&w)?.reshape(x.dims())?;
         let dw = g.t()?.matmul(&x.reshape((m, k))?)?;
         Ok((Some(dx), Some(dw)))
@@ -150,7 +230,8 @@ mod simd {
     }
 
     /// `dst[m, n] = Σ_k x[m, k] · w[n, k]`; `x` `[m, k]`, `w` `[n, k]`, `dst` `[m, n]`, all
-    /// row-major. Splits `N` over rayon's pool.
+    /// row-major. On AVX2 splits `N` over rayon's pool; the portable kernel (same sums, same
+    /// bits) splits `M`.
     pub fn matmul_t(
         x: &[f32],
         w: &[f32],
@@ -162,10 +243,13 @@ mod simd {
         if x.len() != m * k || w.len() != n * k || dst.len() != m * n {
             bail!("matmul_t: buffer sizes do not match [{m}, {k}] x [{n}, {k}]ᵀ");
         }
-        if !available() {
-            bail!("matmul_t: this CPU lacks AVX2/FMA");
-        }
         if m == 0 || n == 0 {
+            return Ok(());
+        }
+        if !available() {
+            dst.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                super::portable::rows(&x[i * k..(i + 1) * k], w, row, k);
+            });
             return Ok(());
         }
         let threads = rayon::current_num_threads();
@@ -190,6 +274,42 @@ mod simd {
         } else {
             (0..n).into_par_iter().step_by(chunk).for_each(run);
         }
+        Ok(())
+    }
+
+    /// `batches` independent products `a_b · w_bᵀ` (`[m, k]` · `[n, k]ᵀ`), split over rayon's
+    /// pool by batch; each output the same sum as [`matmul_t`]'s.
+    pub fn batched(
+        a: &[f32],
+        w: &[f32],
+        dst: &mut [f32],
+        batches: usize,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> candle_core::Result<()> {
+        if a.len() != batches * m * k || w.len() != batches * n * k || dst.len() != batches * m * n {
+            bail!("bmm_t: buffer sizes do not match {batches} x [{m}, {k}] x [{n}, {k}]ᵀ");
+        }
+        if m == 0 || n == 0 || batches == 0 {
+            return Ok(());
+        }
+        let avx2 = available();
+        dst.par_chunks_mut(m * n).enumerate().for_each(|(bi, d)| {
+            let (x, w) = (&a[bi * m * k..(bi + 1) * m * k], &w[bi * n * k..(bi + 1) * n * k]);
+            if avx2 {
+                // SAFETY: AVX2 and FMA were checked; `x`, `w` and `d` hold `m * k`, `n * k`
+                // and `m * n` elements.
+                #[cfg(target_arch = "x86_64")]
+                unsafe {
+                    avx2::block(x.as_ptr(), w.as_ptr(), d.as_mut_ptr(), m, 0, n, n, k)
+                }
+            } else {
+                for (i, row) in d.chunks_mut(n).enumerate() {
+                    super::portable::rows(&x[i * k..(i + 1) * k], w, row, k);
+                }
+            }
+        });
         Ok(())
     }
 
@@ -345,6 +465,61 @@ mod simd {
     }
 }
 
+/// The portable kernel: the AVX2 tile's arithmetic on plain lanes, so that both give the same
+/// bits. Each output: 8 lane sums over `K` by fused multiply-add (lane `l` takes elements
+/// `l, l + 8, ..`), the lanes summed in [`crate::lanes::hsum`]'s order, then the tail of `K`
+/// (beyond the last multiple of 8) added one product at a time, each rounded.
+#[allow(unsafe_code)]
+pub(crate) mod portable {
+    /// `out[j] = dot(x, w row j)` for the `out.len()` rows of `w` (`k` each).
+    pub fn rows(x: &[f32], w: &[f32], out: &mut [f32], k: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::paths::fma_detected() {
+                // SAFETY: the CPU has FMA (checked just above).
+                unsafe { rows_fma(x, w, out, k) };
+                return;
+            }
+        }
+        rows_plain(x, w, out, k);
+    }
+
+    /// [`rows`] compiled for scalar FMA instructions (same results: a fused multiply-add is
+    /// exactly rounded either way).
+    ///
+    /// # Safety
+    /// The CPU must have FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "fma")]
+    unsafe fn rows_fma(x: &[f32], w: &[f32], out: &mut [f32], k: usize) {
+        rows_plain(x, w, out, k)
+    }
+
+    /// [`rows`] with `f32::mul_add` as compiled for any CPU (a library call without FMA).
+    #[inline(always)]
+    pub(crate) fn rows_plain(x: &[f32], w: &[f32], out: &mut [f32], k: usize) {
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = dot(x, &w[j * k..(j + 1) * k]);
+        }
+    }
+
+    #[inline(always)]
+    fn dot(x: &[f32], w: &[f32]) -> f32 {
+        let k8 = x.len() / 8 * 8;
+        let mut lanes = [0f32; 8];
+        for (xc, wc) in x[..k8].chunks_exact(8).zip(w[..k8].chunks_exact(8)) {
+            for l in 0..8 {
+                lanes[l] = xc[l].mul_add(wc[l], lanes[l]);
+            }
+        }
+        let mut s = crate::lanes::hsum_portable(&lanes);
+        for (a, b) in x[k8..].iter().zip(&w[k8..]) {
+            s += a * b;
+        }
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use candle_core::{Device, Var};
@@ -426,6 +601,73 @@ mod tests {
         for v in [&x, &w] {
             let (a, b) = (ga.get(v.as_tensor()).unwrap(), gb.get(v.as_tensor()).unwrap());
             let d: f32 = (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
+            assert!(d < 1e-5, "{d}");
+        }
+    }
+
+    /// The portable kernel and the AVX2 kernel give the same bits, and a row's outputs do not
+    /// depend on the rows around it, on `M` or on the thread count.
+    #[test]
+    fn portable_and_avx2_agree_bit_for_bit_whatever_the_batch() {
+        for &(m, n, k) in &[(1, 1, 1), (1, 7, 13), (9, 11, 37), (33, 50, 64), (300, 9, 700), (5, 3, 4100)] {
+            let (x, w) = (data(m * k, 11 + k as u64), data(n * k, 12 + n as u64));
+            let mut portable = vec![0f32; m * n];
+            for (i, row) in portable.chunks_mut(n).enumerate() {
+                super::portable::rows_plain(&x[i * k..(i + 1) * k], &w, row, k);
+            }
+            let mut fma = vec![0f32; m * n];
+            for (i, row) in fma.chunks_mut(n).enumerate() {
+                super::portable::rows(&x[i * k..(i + 1) * k], &w, row, k);
+            }
+            assert_eq!(bits(&portable), bits(&fma), "[{m}, {n}, {k}]: plain vs FMA-compiled portable");
+            if !simd::available() {
+                continue;
+            }
+            let mut avx2 = vec![0f32; m * n];
+            simd::matmul_t(&x, &w, &mut avx2, m, n, k).unwrap();
+            assert_eq!(bits(&portable), bits(&avx2), "[{m}, {n}, {k}]: portable vs AVX2");
+            // The last row alone, and the whole product on one thread.
+            let mut last = vec![0f32; n];
+            simd::matmul_t(&x[(m - 1) * k..], &w, &mut last, 1, n, k).unwrap();
+            assert_eq!(bits(&last), bits(&avx2[(m - 1) * n..]), "[{m}, {n}, {k}]: a row alone");
+            let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+            let mut single = vec![0f32; m * n];
+            one.install(|| simd::matmul_t(&x, &w, &mut single, m, n, k)).unwrap();
+            assert_eq!(bits(&single), bits(&avx2), "[{m}, {n}, {k}]: one thread");
+            // Batched: each batch the same bits as the product alone.
+            let mut two = vec![0f32; 2 * m * n];
+            let (xx, ww) = ([x.clone(), x.clone()].concat(), [w.clone(), w.clone()].concat());
+            simd::batched(&xx, &ww, &mut two, 2, m, n, k).unwrap();
+            assert_eq!(bits(&two[m * n..]), bits(&avx2), "[{m}, {n}, {k}]: batched");
+        }
+    }
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    #[test]
+    fn bmm_t_gradients_equal_candle_matmul_gradients() {
+        let dev = Device::Cpu;
+        let a = Var::from_tensor(&Tensor::from_vec(data(2 * 3 * 5 * 19, 21), (2, 3, 5, 19), &dev).unwrap())
+            .unwrap();
+        let b = Var::from_tensor(&Tensor::from_vec(data(2 * 3 * 7 * 19, 22), (2, 3, 7, 19), &dev).unwrap())
+            .unwrap();
+        let r = Tensor::from_vec(data(2 * 3 * 5 * 7, 23), (2, 3, 5, 7), &dev).unwrap();
+        let ours = a
+            .as_tensor()
+            .contiguous()
+            .unwrap()
+            .apply_op2(&b.as_tensor().contiguous().unwrap(), BmmT)
+            .unwrap();
+        let theirs = a.matmul(&b.t().unwrap()).unwrap();
+        let d: f32 = (&ours - &theirs).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
+        assert!(d < 1e-5, "forward {d}");
+        let ga = (ours * &r).unwrap().sum_all().unwrap().backward().unwrap();
+        let gb = (theirs * &r).unwrap().sum_all().unwrap().backward().unwrap();
+        for v in [&a, &b] {
+            let (x, y) = (ga.get(v.as_tensor()).unwrap(), gb.get(v.as_tensor()).unwrap());
+            let d: f32 = (x - y).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
             assert!(d < 1e-5, "{d}");
         }
     }

@@ -252,7 +252,10 @@ impl Model {
     /// RMSNorm; `fast`: the differentiable path on [`crate::kernels`] (else composite ops).
     fn rms(&self, x: &Tensor, w: &Tensor, k: Kernels, fast: bool) -> Result<Tensor> {
         let eps = self.cfg.rms_norm_eps as f32;
+        // The fixed-order mode keeps sampling on the crate's kernels too (`crate::paths`).
+        let ours = crate::paths::deterministic() && kernels::supported(x);
         Ok(match k {
+            Kernels::Fused if ours => kernels::rms_norm(x, w, eps)?,
             Kernels::Fused => candle_nn::ops::rms_norm(&x.contiguous()?, w, eps)?,
             Kernels::Differentiable if fast => kernels::rms_norm(x, w, eps)?,
             Kernels::Differentiable => candle_nn::ops::rms_norm_slow(x, w, eps)?,
@@ -261,7 +264,9 @@ impl Model {
 
     /// `x`: `[B, H, T, hd]`; `cos`/`sin`: `[B, T, hd/2]`. HF rotate-half layout.
     fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, k: Kernels, fast: bool) -> Result<Tensor> {
+        let ours = crate::paths::deterministic() && kernels::supported(x);
         Ok(match k {
+            Kernels::Fused if ours => kernels::rope(x, cos, sin)?,
             Kernels::Fused => candle_nn::rotary_emb::rope(&x.contiguous()?, cos, sin)?,
             Kernels::Differentiable if fast => kernels::rope(x, cos, sin)?,
             Kernels::Differentiable => {
@@ -415,6 +420,10 @@ impl Model {
             )));
         }
         let freqs = positions.to_dtype(DType::F32)?.unsqueeze(2)?.broadcast_mul(&self.inv_freq)?;
+        // The fixed-order mode takes the angles' cosines in f64, rounded once to the model's
+        // dtype: libm's f32 `cosf`/`sinf` may differ between C libraries in the last bit, an
+        // f64 result rounded to f32 practically never does.
+        let freqs = if crate::paths::deterministic() { freqs.to_dtype(DType::F64)? } else { freqs };
         let cos = freqs.cos()?.to_dtype(self.dtype)?.contiguous()?;
         let sin = freqs.sin()?.to_dtype(self.dtype)?.contiguous()?;
         let mask5 = mask.reshape((b, 1, 1, t, tk))?;
@@ -455,7 +464,12 @@ impl Model {
             // (HF `repeat_kv`), so group the n_rep query heads of one kv head along time.
             let q = q.contiguous()?.reshape((b, nkv, n_rep * t, hd))?;
             // A decode step (one position per row, no gradient): one fused pass.
-            let decoded = if kernels == Kernels::Fused && t == 1 && prefix.is_none() {
+            // (Not in the fixed-order mode: `attend` runs there, on the same kernels as training.)
+            let decoded = if kernels == Kernels::Fused
+                && t == 1
+                && prefix.is_none()
+                && !crate::paths::deterministic()
+            {
                 crate::attention::decode(&q, &k, &v, mask, scale)?
             } else {
                 None
@@ -499,7 +513,9 @@ impl Model {
         let (b, nkv, rows, _) = q.dims4()?;
         let (t, tk) = (mask.dim(2)?, mask.dim(3)?);
         let n_rep = rows / t.max(1);
-        let att = q.matmul(&k.t()?)?;
+        // The fixed-order mode: both products on the crate's kernel (`crate::paths`).
+        let fixed = crate::paths::deterministic();
+        let att = if fixed { matmul::bmm_t(q, k)? } else { q.matmul(&k.t()?)? };
         // The fused masked softmax (one pass, no scaled or masked copies of the scores, the
         // largest tensor) for training's fast path, and for the no-grad path where it runs.
         let att = if fast || (kernels == Kernels::Fused && kernels::supported(&att)) {
@@ -514,7 +530,7 @@ impl Model {
             };
             att.reshape((b, nkv, n_rep * t, tk))?
         };
-        Ok(att.matmul(v)?)
+        Ok(if fixed { matmul::bmm_t(&att, &v.t()?)? } else { att.matmul(v)? })
     }
 }
 

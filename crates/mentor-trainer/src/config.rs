@@ -97,11 +97,23 @@ pub struct ModelSection {
     pub heads: usize,
     /// Tiny model: MLP width.
     pub intermediate: usize,
+    /// Every reduction of the model (matmuls forward and backward, softmax, norms) in one
+    /// fixed order, on the crate's own kernels: the same bits on every x86-64 CPU, any thread
+    /// count and either kernel path (`--kernels`), at some cost in speed. The demo's default;
+    /// off by default elsewhere (`mentor_policy::set_deterministic`).
+    pub deterministic: bool,
 }
 
 impl Default for ModelSection {
     fn default() -> Self {
-        Self { source: ModelChoice::Tiny, layers: 3, hidden: 64, heads: 4, intermediate: 170 }
+        Self {
+            source: ModelChoice::Tiny,
+            layers: 3,
+            hidden: 64,
+            heads: 4,
+            intermediate: 170,
+            deterministic: false,
+        }
     }
 }
 

@@ -95,6 +95,12 @@ pub fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
             }
         }
     }
+    if let Some(path) = cli.kernels {
+        if let Err(e) = mentor_policy::set_kernel_path(path) {
+            eprintln!("error: --kernels {}: {e}", path.name());
+            return ExitCode::FAILURE;
+        }
+    }
     if let Some(n) = cli.threads {
         if let Err(e) = mentor_policy::set_threads(n) {
             eprintln!("error: --threads {n}: {e}");
@@ -109,7 +115,7 @@ pub fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
         cli::Command::Verify(cli::VerifyCommand::Code(args)) => commands::verify_code::run(&args),
         cli::Command::Train(args) => commands::train::run(&args),
         cli::Command::Eval(args) => commands::eval::run(&args),
-        cli::Command::Demo(args) => commands::demo::run(&args, cli.threads),
+        cli::Command::Demo(args) => commands::demo::run(&args, cli.threads, cli.kernels),
         cli::Command::Report(args) => commands::report::run(&args),
         cli::Command::Rescue(args) => commands::rescue::run(&args),
         cli::Command::Probe(args) => commands::probe::run(&args),

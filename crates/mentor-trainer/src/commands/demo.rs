@@ -25,6 +25,7 @@ use crate::curriculum::Phase;
 use crate::pretrain::{pretrain, probe, Corpus, ProbeCut, ProbeRow};
 use crate::report::{load_run, write_report, ReportSummary};
 use crate::train::prompts;
+use mentor_policy::KernelPath;
 
 /// What `pretrained/meta.json` records.
 #[derive(Debug, Serialize, Deserialize)]
@@ -108,7 +109,13 @@ fn count_lines(path: &Path) -> u64 {
     std::fs::read(path).map(|b| b.iter().filter(|&&c| c == b'\n').count() as u64).unwrap_or(0)
 }
 
-fn spawn(job: &Job, config: &str, base_sets: &[String], threads: usize) -> Result<Child> {
+fn spawn(
+    job: &Job,
+    config: &str,
+    base_sets: &[String],
+    threads: usize,
+    kernels: Option<KernelPath>,
+) -> Result<Child> {
     if let Some(from) = &job.from {
         copy_run(from, &job.dir)?;
     } else {
@@ -117,7 +124,11 @@ fn spawn(job: &Job, config: &str, base_sets: &[String], threads: usize) -> Resul
     let log = std::fs::File::create(job.dir.join("log.txt"))?;
     let exe = std::env::current_exe().context("cannot find the mentor binary")?;
     let mut cmd = Command::new(exe);
-    cmd.arg("--threads").arg(threads.to_string()).args(["train", "--config", config]);
+    cmd.arg("--threads").arg(threads.to_string());
+    if let Some(k) = kernels {
+        cmd.arg("--kernels").arg(k.name());
+    }
+    cmd.args(["train", "--config", config]);
     for s in base_sets.iter().chain(&job.sets) {
         cmd.arg("--set").arg(s);
     }
@@ -141,6 +152,7 @@ fn run_jobs(
     jobs: Vec<Job>,
     parallel: usize,
     threads: usize,
+    kernels: Option<KernelPath>,
     config: &str,
     base_sets: &[String],
     mp: &MultiProgress,
@@ -153,7 +165,7 @@ fn run_jobs(
     while !queue.is_empty() || !running.is_empty() {
         while running.len() < parallel.max(1) {
             let Some(job) = queue.pop_front() else { break };
-            let child = spawn(&job, config, base_sets, threads)?;
+            let child = spawn(&job, config, base_sets, threads, kernels)?;
             let pb = mp.add(ProgressBar::new(job.steps as u64));
             pb.set_style(style.clone());
             pb.set_prefix(job.name.clone());
@@ -266,7 +278,7 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
 }
 
 /// Runs `mentor demo`.
-pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
+pub fn run(args: &DemoArgs, threads: Option<usize>, kernels: Option<KernelPath>) -> Result<()> {
     let started = Instant::now();
     let cfg = TrainConfig::load(&args.config, &args.sets).context("invalid demo configuration")?;
     let out = args.out.clone().unwrap_or_else(|| cfg.run.output_dir.clone());
@@ -301,10 +313,10 @@ pub fn run(args: &DemoArgs, threads: Option<usize>) -> Result<()> {
     remove_earlier_runs(&out, args)?;
     if warm_steps > 0 {
         let jobs = warmup_jobs(&out, &args.seeds, &warm, warm_steps);
-        run_jobs(jobs, parallel, child_threads, &args.config, &base, &mp)?;
+        run_jobs(jobs, parallel, child_threads, kernels, &args.config, &base, &mp)?;
     }
     let (jobs, dirs) = arm_jobs(&out, args, total, warm_steps);
-    run_jobs(jobs, parallel, child_threads, &args.config, &base, &mp)?;
+    run_jobs(jobs, parallel, child_threads, kernels, &args.config, &base, &mp)?;
     let runs = dirs.iter().map(|d| load_run(d)).collect::<std::result::Result<Vec<_>, _>>()?;
     let report_dir = out.join("report");
     let summary =

@@ -152,6 +152,8 @@ pub fn start<'a>(
     progress: &mut dyn Progress,
 ) -> Result<Run<'a>> {
     let started = Instant::now();
+    // Before any tensor op, a resumed model's included (`crate::policy::build` sets it too).
+    mentor_policy::set_deterministic(cfg.model.deterministic);
     let out = cfg.output_dir().to_path_buf();
     let total = cfg.total_steps();
     let continuing = opts.resume || opts.fork;
