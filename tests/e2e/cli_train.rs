@@ -454,26 +454,43 @@ fn demo_runs_paired_arms_from_one_pretraining() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["arms"].as_array().unwrap().len(), 2);
     assert!(out_dir.join("report/report.md").is_file());
-    assert!(out_dir.join("pretrained/meta.json").is_file());
+    assert!(out_dir.join("pretrained-p0/meta.json").is_file());
     // One summary row per arm and seed, under the stable field names.
     let text = std::fs::read_to_string(out_dir.join("report/summary.json")).unwrap();
     let file: serde_json::Value = serde_json::from_str(&text).unwrap();
     let runs = file["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4);
     for r in runs {
-        for key in ["arm", "seed", "final_accuracy", "zrf_after_jump", "interventions", "rescues"] {
+        for key in [
+            "arm",
+            "seed",
+            "final_accuracy",
+            "zrf_after_jump",
+            "interventions",
+            "rescues",
+            "pretrain_seed",
+            "hint_tokens",
+            "self_written_fraction",
+            "rescues_per_100_hint_tokens",
+        ] {
             assert!(r.get(key).is_some(), "summary.json run without `{key}`: {r}");
         }
         assert!(r["final_accuracy"].as_f64().is_some_and(|a| (0.0..=1.0).contains(&a)), "{r}");
+        assert_eq!(r["pretrain_seed"], 0, "{r}");
+        // The mentor's hints cost tokens; vanilla shows none.
+        match r["arm"].as_str() {
+            Some("mentor") => assert!(r["hint_tokens"].as_f64().is_some_and(|t| t > 0.0), "{r}"),
+            _ => assert!(r["hint_tokens"].is_null(), "{r}"),
+        }
     }
     for seed in [0, 1] {
         // The arms of a seed start from the same warm-up: identical first two steps.
-        let v = timeless(lines(&out_dir.join(format!("vanilla-s{seed}/metrics.jsonl"))));
-        let m = timeless(lines(&out_dir.join(format!("mentor-s{seed}/metrics.jsonl"))));
+        let v = timeless(lines(&out_dir.join(format!("vanilla-p0-s{seed}/metrics.jsonl"))));
+        let m = timeless(lines(&out_dir.join(format!("mentor-p0-s{seed}/metrics.jsonl"))));
         assert_eq!(v.len(), 4);
         assert_eq!(v[..2], m[..2], "seed {seed}: the warm-up differs between arms");
-        let ev = lines(&out_dir.join(format!("vanilla-s{seed}/eval.jsonl")));
-        let em = lines(&out_dir.join(format!("mentor-s{seed}/eval.jsonl")));
+        let ev = lines(&out_dir.join(format!("vanilla-p0-s{seed}/eval.jsonl")));
+        let em = lines(&out_dir.join(format!("mentor-p0-s{seed}/eval.jsonl")));
         assert_eq!(ev[..2], em[..2], "seed {seed}: evaluations before the jump differ");
     }
 }

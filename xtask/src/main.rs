@@ -56,6 +56,10 @@ enum Command {
     },
     /// Build `mentor` and run the embedded demo (`mentor demo`); extra arguments after `--`.
     Demo {
+        /// The 3 pretrained models × 3 seeds behind the README's claims (`mentor demo --full`,
+        /// about 13 minutes on 2 cores) instead of one pretrained model × 3 seeds.
+        #[arg(long)]
+        full: bool,
         /// Extra arguments for `mentor demo` (after `--`), e.g. `-- --seeds 0,1,2`.
         #[arg(last = true)]
         args: Vec<String>,
@@ -126,7 +130,13 @@ fn main() {
     let result = match cli.command {
         Command::Setup => assets::setup().map(|_| ()),
         Command::Test { cargo_args } => test(&cargo_args),
-        Command::Demo { args } => demo(&args),
+        Command::Demo { full, args } => {
+            let mut args = args;
+            if full {
+                args.insert(0, "--full".into());
+            }
+            demo(&args)
+        }
         Command::Datasets { from, to } => datasets::install(from.as_deref(), to.as_deref()),
         Command::Lint => lint(),
         Command::Bench { target, args } => bench::run_bench(target, &args),

@@ -188,13 +188,36 @@ fn guarded(guard: &Guard, task: &mentor_core::Task, hint: Hint) -> Intervention 
 #[derive(Debug, Clone)]
 pub struct WrongAnswers {
     guard: Guard,
+    wording: Option<String>,
 }
 
 impl WrongAnswers {
     /// The control, with the arms' guard.
     pub fn new(guard: Guard) -> Self {
-        Self { guard }
+        Self { guard, wording: None }
     }
+
+    /// The control with its math hints worded by `template`, whose `{answers}` becomes the
+    /// distinct wrong answers joined by `, ` (`none` when no attempt gave one): for a learner
+    /// that reads a restricted alphabet (the demo's curriculum).
+    pub fn with_wording(guard: Guard, template: impl Into<String>) -> Self {
+        Self { guard, wording: Some(template.into()) }
+    }
+}
+
+/// The distinct final answers the attempts extracted, in order.
+fn wrong_values(attempts: &[mentor_core::Attempt]) -> Vec<String> {
+    let mut values: Vec<String> = Vec::new();
+    for a in attempts {
+        if let Feedback::Math(m) = a.verdict.feedback() {
+            if let Some(v) = m.extracted.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+                if !values.iter().any(|x| x == v) {
+                    values.push(v.to_string());
+                }
+            }
+        }
+    }
+    values
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -208,29 +231,19 @@ fn and_list(items: &[String]) -> String {
 
 /// The text of [`WrongAnswers`] for `attempts`.
 pub fn wrong_answers_text(attempts: &[mentor_core::Attempt]) -> String {
-    let mut values: Vec<String> = Vec::new();
+    let values = wrong_values(attempts);
     let mut failed_tests: Vec<usize> = Vec::new();
     let mut total = 0;
     let mut code = false;
     for a in attempts {
-        match a.verdict.feedback() {
-            Feedback::Math(m) => {
-                if let Some(v) = m.extracted.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
-                    if !values.iter().any(|x| x == v) {
-                        values.push(v.to_string());
-                    }
+        if let Feedback::Code(c) = a.verdict.feedback() {
+            code = true;
+            total = total.max(c.tests_total);
+            if let Some(t) = &c.failed_test {
+                if !failed_tests.contains(&(t.index + 1)) {
+                    failed_tests.push(t.index + 1);
                 }
             }
-            Feedback::Code(c) => {
-                code = true;
-                total = total.max(c.tests_total);
-                if let Some(t) = &c.failed_test {
-                    if !failed_tests.contains(&(t.index + 1)) {
-                        failed_tests.push(t.index + 1);
-                    }
-                }
-            }
-            Feedback::VerifierError { .. } => {}
         }
     }
     if code {
@@ -258,7 +271,13 @@ impl Mentor for WrongAnswers {
     }
 
     fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
-        let text = wrong_answers_text(request.attempts);
+        let text = match (&self.wording, request.task.domain()) {
+            (Some(t), mentor_core::Domain::Math) => {
+                let values = wrong_values(request.attempts);
+                t.replace("{answers}", &if values.is_empty() { "none".into() } else { values.join(", ") })
+            }
+            _ => wrong_answers_text(request.attempts),
+        };
         let hint = Hint { level: request.level, text, solution_prefix: None, source: HintSource::Control };
         Ok(guarded(&self.guard, request.task, hint))
     }
@@ -271,6 +290,7 @@ impl Mentor for WrongAnswers {
 pub struct WhereOnly {
     diagnoser: Box<dyn Mentor>,
     guard: Guard,
+    wording: Option<String>,
 }
 
 impl std::fmt::Debug for WhereOnly {
@@ -282,7 +302,14 @@ impl std::fmt::Debug for WhereOnly {
 impl WhereOnly {
     /// The control over `diagnoser`'s diagnoses, with the arms' guard.
     pub fn new(diagnoser: Box<dyn Mentor>, guard: Guard) -> Self {
-        Self { diagnoser, guard }
+        Self { diagnoser, guard, wording: None }
+    }
+
+    /// The control with its hints worded by `template`: `{step}` becomes the first wrong
+    /// step (from 1) and `{kind}` the mistake's kind in words (`a mistake` when unknown); no
+    /// hint without a located step. For a learner that reads a restricted alphabet.
+    pub fn with_wording(diagnoser: Box<dyn Mentor>, guard: Guard, template: impl Into<String>) -> Self {
+        Self { diagnoser, guard, wording: Some(template.into()) }
     }
 }
 
@@ -326,7 +353,16 @@ impl Mentor for WhereOnly {
     fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
         let first = MentorRequest { level: mentor_core::HintLevel::NUDGE, previous_hints: &[], ..*request };
         let diagnosed = self.diagnoser.intervene(&first)?;
-        let Some(text) = diagnosed.diagnosis.as_ref().and_then(where_only_text) else {
+        let worded = |d: &mentor_core::Diagnosis| -> Option<String> {
+            match &self.wording {
+                Some(t) => d.first_wrong_step.map(|step| {
+                    t.replace("{step}", &(step + 1).to_string())
+                        .replace("{kind}", kind_words(d.category).unwrap_or("a mistake"))
+                }),
+                None => where_only_text(d),
+            }
+        };
+        let Some(text) = diagnosed.diagnosis.as_ref().and_then(worded) else {
             return Ok(Intervention {
                 diagnosis: None,
                 hint: None,

@@ -32,6 +32,7 @@ mod guard;
 pub mod llm;
 mod mentor;
 mod prompts;
+mod rewrite;
 pub mod rules;
 
 pub use agents::{Diagnoser, Tutor};
@@ -40,3 +41,4 @@ pub use error::{Error, Result};
 pub use guard::{reference_overlap, Guard, GuardConfig, GuardOutcome};
 pub use mentor::AgentMentor;
 pub use prompts::Prompts;
+pub use rewrite::Rewritten;

@@ -40,7 +40,9 @@ pub use completion::{Completion, FinishReason};
 pub use diagnosis::{Diagnosis, Evidence, FailureCategory, Hint, HintLevel, HintSource};
 pub use error::{DatasetError, Error, Result};
 pub use input_lines::{input_lines, InputLine, InputLines};
-pub use mentor::{Attempt, GuardRejection, Intervention, Mentor, MentorError, MentorRequest};
+pub use mentor::{
+    Attempt, GuardRejection, Intervention, Mentor, MentorError, MentorRequest, ReferenceRewrite,
+};
 pub use task::{
     CodeHarness, CodePayload, Domain, IoCase, MathPayload, Message, Payload, Role, Task, TaskMeta,
 };

@@ -71,3 +71,9 @@ pub trait Mentor: Send + Sync {
     /// Diagnoses the attempts and writes a guarded hint at the requested level.
     fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError>;
 }
+
+/// Turns a task's reference solution, as its author wrote it, into the form a learner can
+/// continue from (`None`: it cannot). One such function is shared by every arm that shows the
+/// learner reference content (the mentor and its matched controls), so that no arm gets a
+/// better view of the reference than another.
+pub type ReferenceRewrite = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;

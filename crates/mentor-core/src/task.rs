@@ -178,6 +178,16 @@ impl Task {
         }
     }
 
+    /// A copy whose reference solution (math) or reference code (code) is `solution`.
+    pub fn with_reference_solution(&self, solution: String) -> Task {
+        let mut t = self.clone();
+        match &mut t.payload {
+            Payload::Math(m) => m.solution = Some(solution),
+            Payload::Code(c) => c.reference_solution = Some(solution),
+        }
+        t
+    }
+
     /// Which verifier family judges this task.
     pub fn domain(&self) -> Domain {
         match self.payload {

@@ -43,6 +43,9 @@ pub struct TrainRow {
     /// The completion tokens in the loss (for `prefix` credit: the hint's steps, then the
     /// sampled continuation).
     pub completion_ids: Vec<u32>,
+    /// How many of `completion_ids` the policy did not sample itself: a forced prefix credited
+    /// as the completion (`prefix` credit), or all of an off-policy reference (`full_solution`).
+    pub given_tokens: usize,
     /// Behaviour log-probs aligned with `completion_ids`, when an importance ratio applies
     /// (`stripped_is`); `None`: on-policy (ratio 1 at the first iteration).
     pub behaviour_logprobs: Option<Vec<f32>>,
@@ -82,6 +85,7 @@ pub(crate) fn row(
     } else {
         (Vec::new(), s.sample.prefix_ids.clone())
     };
+    let given_tokens = if with_prefix { ids.len() } else { 0 };
     ids.extend_from_slice(&s.sample.ids);
     TrainRow {
         task_id: task_id.to_string(),
@@ -89,6 +93,7 @@ pub(crate) fn row(
         prompt,
         context_ids,
         completion_ids: ids,
+        given_tokens,
         behaviour_logprobs: behaviour.then(|| s.sample.logprobs.clone()),
         reward: s.verdict.reward(),
         baseline: None,

@@ -98,6 +98,10 @@ pub enum Strategy {
     FullSolution {
         /// Most groups given the reference per step.
         max_groups: usize,
+        /// The reference as trained on: `None`, as the task holds it (a teacher's text, the
+        /// off-policy imitation of LUFFY); `Some`, through the rewrite the mentor's arms share
+        /// (the learner's own layout: free imitation, an upper bound rather than a method).
+        rewrite: Option<mentor_core::ReferenceRewrite>,
     },
     /// An intervention by a mentor (MENTOR agents, static hints, or refinement).
     Intervene {

@@ -59,6 +59,26 @@ pub struct StepMetrics {
     pub rows: usize,
     /// Completions (first or extra) the verifier failed on, scored 0 ([`mentor_core::Verdict::verifier_error`]).
     pub verifier_errors: usize,
+    /// Hints the learner was shown (every escalation level counts; `full_solution`: each
+    /// reference trained on).
+    pub hints: usize,
+    /// Their size in the policy's tokens ([`Rollout::token_count`]): a hint's text plus the
+    /// worked lines forced as the start of the answer; `full_solution`: the whole reference.
+    pub hint_tokens: usize,
+    /// Completion tokens trained on in rescued groups (the groups whose rows replace or join
+    /// a collapsed one: hinted rows, kept unhinted rows, the reference row).
+    pub rescued_tokens: usize,
+    /// Of [`Self::rescued_tokens`], those the policy sampled itself (not a forced prefix
+    /// credited as its own, not a reference it did not write).
+    pub rescued_own_tokens: usize,
+}
+
+/// Adds the trained and self-written tokens of a rescued group's rows to `metrics`.
+fn count_rescued<'a>(rows: impl IntoIterator<Item = &'a TrainRow>, metrics: &mut StepMetrics) {
+    for r in rows {
+        metrics.rescued_tokens += r.completion_ids.len();
+        metrics.rescued_own_tokens += r.completion_ids.len().saturating_sub(r.given_tokens);
+    }
 }
 
 /// What the verifier said of one failed attempt of an intervened group, in short.
@@ -228,10 +248,11 @@ impl Plugin {
             Strategy::Dapo { max_refill_groups } => {
                 dapo(groups, *max_refill_groups, g, rollout, verifier, tasks, &mut metrics)?
             }
-            Strategy::FullSolution { max_groups } => full_solution(
+            Strategy::FullSolution { max_groups, rewrite } => full_solution(
                 &groups,
                 &report.collapsed,
                 *max_groups,
+                rewrite.as_ref(),
                 rollout,
                 verifier,
                 &mut metrics,
@@ -269,6 +290,10 @@ impl Plugin {
                     match rescues.get(&i) {
                         Some((hint, samples)) => {
                             let (keep, add) = assemble(config, grp, hint, samples);
+                            count_rescued(
+                                keep.rows.iter().chain(add.iter().flat_map(|g| &g.rows)),
+                                &mut metrics,
+                            );
                             out.push(keep);
                             extra.extend(add);
                         }
@@ -287,10 +312,12 @@ impl Plugin {
 
 /// The `full_solution` arm: the collapsed groups (up to `max_groups`, in group order) with
 /// their last completion replaced by the verified reference solution; the rest as they are.
+#[allow(clippy::too_many_arguments)]
 fn full_solution(
     groups: &[Group],
     collapsed: &[usize],
     max_groups: usize,
+    rewrite: Option<&mentor_core::ReferenceRewrite>,
     rollout: &mut dyn Rollout,
     verifier: &dyn Verifier,
     metrics: &mut StepMetrics,
@@ -301,8 +328,9 @@ fn full_solution(
         let reference = grp
             .task
             .reference_solution()
-            .filter(|_| collapsed.contains(&i) && metrics.intervened < max_groups);
-        let Some(reference) = reference else {
+            .filter(|_| collapsed.contains(&i) && metrics.intervened < max_groups)
+            .map(|r| rewrite.and_then(|f| f(r)).unwrap_or_else(|| r.to_string()));
+        let Some(reference) = reference.as_deref() else {
             out.push(plain(grp));
             continue;
         };
@@ -340,17 +368,22 @@ fn full_solution(
         metrics.rollout_seconds += t0.elapsed().as_secs_f64();
         metrics.rescued += 1;
         *metrics.levels_used.entry(HintLevel::PARTIAL_SOLUTION.get().to_string()).or_default() += 1;
+        metrics.hints += 1;
+        metrics.hint_tokens += sample.ids.len();
         let mut rows = plain(grp).rows;
         rows.pop();
         let scored = Scored { sample, verdict };
-        rows.push(row(
+        let mut reference_row = row(
             &grp.task.id,
             grp.task.prompt.clone(),
             &scored,
             false,
             false,
             Some(HintLevel::PARTIAL_SOLUTION),
-        ));
+        );
+        reference_row.given_tokens = reference_row.completion_ids.len();
+        rows.push(reference_row);
+        count_rescued(&rows, metrics);
         out.push(PendingGroup { rows, baseline: None });
     }
     Ok(out)
@@ -592,6 +625,10 @@ fn intervene(
             let scored = sample_and_verify(rollout, verifier, &requests, metrics)?;
             for (a, scored) in attempted.into_iter().zip(scored) {
                 *metrics.levels_used.entry(a.hint.level.get().to_string()).or_default() += 1;
+                // What the learner was shown: the text, and the lines forced as its answer's start.
+                let given = scored.first().map_or(0, |s| s.sample.prefix_ids.len());
+                metrics.hints += 1;
+                metrics.hint_tokens += rollout.token_count(&a.hint.text) + given;
                 let o = &mut open[a.open];
                 o.record.hinted_rewards = scored.iter().map(|s| s.verdict.reward()).collect();
                 o.record.hints.push(a.hint.clone());

@@ -97,6 +97,12 @@ pub trait Rollout {
         let _ = (task, text);
         Err("this rollout cannot encode off-policy completions (the `full_solution` arm needs it)".into())
     }
+
+    /// How many tokens `text` is to the policy (what a hint costs, [`crate::StepMetrics::hint_tokens`]).
+    /// The default counts characters; a rollout with a tokenizer counts its tokens.
+    fn token_count(&self, text: &str) -> usize {
+        text.chars().count()
+    }
 }
 
 /// More tasks, for DAPO's refill of dropped groups.

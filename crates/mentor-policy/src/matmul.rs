@@ -107,6 +107,35 @@ pub fn bmm_t(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
     a.contiguous()?.apply_op2(&b.contiguous()?, BmmT)
 }
 
+/// `t` `[.., R, C]` (f32) with its last two dims swapped, contiguous: a blocked copy (candle's
+/// strided copy of a transposed view goes element by element, and was a fifth of a
+/// fixed-order training step).
+fn transposed(t: &Tensor) -> candle_core::Result<Tensor> {
+    let dims = t.dims();
+    let r = dims.len();
+    if r < 2 || t.dtype() != DType::F32 || !t.device().is_cpu() {
+        return t.transpose(r.saturating_sub(2), r.saturating_sub(1))?.contiguous();
+    }
+    let (rows, cols) = (dims[r - 2], dims[r - 1]);
+    let src: Vec<f32> = t.flatten_all()?.to_vec1()?;
+    let mut dst = vec![0f32; src.len()];
+    const B: usize = 16;
+    for (s, d) in src.chunks(rows * cols).zip(dst.chunks_mut(rows * cols)) {
+        for i0 in (0..rows).step_by(B) {
+            for j0 in (0..cols).step_by(B) {
+                for i in i0..(i0 + B).min(rows) {
+                    for j in j0..(j0 + B).min(cols) {
+                        d[j * rows + i] = s[i * cols + j];
+                    }
+                }
+            }
+        }
+    }
+    let mut out = dims.to_vec();
+    out.swap(r - 2, r - 1);
+    Tensor::from_vec(dst, out, t.device())
+}
+
 /// The custom op of [`bmm_t`].
 struct BmmT;
 
@@ -142,12 +171,10 @@ impl CustomOp2 for BmmT {
         _res: &Tensor,
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
-        let r = a.rank();
         let (a, b) = (a.detach(), b.detach());
-        let t = |x: &Tensor| x.transpose(r - 2, r - 1)?.contiguous();
         // `da = g · b = g · (bᵀ)ᵀ`, `db = gᵀ · a = gᵀ · (aᵀ)ᵀ`.
-        let da = grad.contiguous()?.apply_op2(&t(&b)?, BmmT)?;
-        let db = t(grad)?.apply_op2(&t(&a)?, BmmT)?;
+        let da = grad.contiguous()?.apply_op2(&transposed(&b)?, BmmT)?;
+        let db = transposed(grad)?.apply_op2(&transposed(&a)?, BmmT)?;
         Ok((Some(da), Some(db)))
     }
 }
@@ -205,9 +232,8 @@ impl CustomOp2 for MatmulT {
         let g = grad.reshape((m, n))?;
         if crate::paths::deterministic() {
             // The same fixed-order kernel: `dx = g · w = g · (wᵀ)ᵀ`, `dw = gᵀ · x = gᵀ · (xᵀ)ᵀ`.
-            let dx = g.apply_op2(&w.t()?.contiguous()?, MatmulT)?.reshape(x.dims())?;
-            let gt = g.t()?.contiguous()?;
-            let dw = gt.apply_op2(&x.reshape((m, k))?.t()?.contiguous()?, MatmulT)?;
+            let dx = g.apply_op2(&transposed(&w)?, MatmulT)?.reshape(x.dims())?;
+            let dw = transposed(&g)?.apply_op2(&transposed(&x.reshape((m, k))?)?, MatmulT)?;
             return Ok((Some(dx), Some(dw)));
         }
         let dx = g.matmul(&w)?.reshape(x.dims())?;

@@ -180,12 +180,20 @@ pub struct DemoArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "vanilla,static_hints,random_prefix,full_solution,mentor"
+        default_value = "vanilla,static_hints,wrong_answers,where_only,random_prefix,full_solution,full_solution_learner,mentor"
     )]
     pub arms: Vec<crate::config::Arm>,
-    /// Seeds to run.
+    /// RL seeds to run on each pretrained model.
     #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
     pub seeds: Vec<u64>,
+    /// Pretrained models: one pretraining per seed (`pretrain.seed`), each cached in
+    /// `<out>/pretrained-p<seed>/`; every RL seed and arm runs on each.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub pretrain_seeds: Vec<u64>,
+    /// The 3 × 3 behind the README's claims: pretrained models 0, 1, 2 × RL seeds 0, 1, 2
+    /// (instead of `--pretrain-seeds` and `--seeds`).
+    #[arg(long)]
+    pub full: bool,
     /// Runs at a time (default: the cores divided by `--threads`, each run's tensor threads,
     /// which default to 1 for the demo).
     #[arg(long)]

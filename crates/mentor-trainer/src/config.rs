@@ -331,6 +331,24 @@ pub struct CurriculumSection {
     /// step's problems from a fixed pool of `n` per level (none in the evaluation set), in
     /// seeded epochs, so tasks come back and the per-task hint memory can fade their hints.
     pub pool: usize,
+    /// The layout of the training tasks' reference solutions: `learner` (the learner's own
+    /// scratchpad, as pretraining teaches it) or `teacher` (the same arithmetic, most
+    /// significant column first: a layout the learner never produces). With `teacher`, every
+    /// arm that shows the learner reference lines sees them through one shared rewrite into
+    /// the learner's layout ([`crate::curriculum::learner_solution`]), and `full_solution`
+    /// trains on the teacher's text as written.
+    pub reference: ReferenceStyle,
+}
+
+/// `curriculum.reference`: whose layout the reference solutions are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReferenceStyle {
+    /// The learner's own scratchpad (least significant column first).
+    #[default]
+    Learner,
+    /// A teacher's: most significant column first.
+    Teacher,
 }
 
 impl Default for CurriculumSection {
@@ -341,11 +359,21 @@ impl Default for CurriculumSection {
             full_operand_levels: vec![],
             ten_levels: vec![],
             pool: 0,
+            reference: ReferenceStyle::Learner,
         }
     }
 }
 
 impl CurriculumSection {
+    /// The training task of problem `p`, its reference in [`Self::reference`]'s layout.
+    pub fn train_task(&self, p: &crate::curriculum::Problem, id: String, level: u32) -> mentor_core::Task {
+        let task = p.task(id, level);
+        match self.reference {
+            ReferenceStyle::Learner => task,
+            ReferenceStyle::Teacher => task.with_reference_solution(p.teacher_solution()),
+        }
+    }
+
     /// The operand rule at `level`.
     pub fn operands_at(&self, level: u32) -> Operands {
         if self.full_operand_levels.contains(&level) {
@@ -403,6 +431,10 @@ pub struct PretrainSection {
     pub static_fraction: f64,
     /// Batch pieces computed in parallel threads (0: one per core).
     pub shards: usize,
+    /// The pretrained model's seed (its initialisation and its examples) in `mentor demo`,
+    /// which pretrains once per seed of `--pretrain-seeds` and records it in every run
+    /// (`run.json`); a run that pretrains itself uses `run.seed`.
+    pub seed: u64,
 }
 
 impl Default for PretrainSection {
@@ -417,6 +449,7 @@ impl Default for PretrainSection {
             hinted_fraction: 0.5,
             static_fraction: 0.0,
             shards: 0,
+            seed: 0,
         }
     }
 }
@@ -468,8 +501,17 @@ pub enum Arm {
     /// The mentor's level-3 hint with its cut moved to a random other step (the control of
     /// the diagnosis: same kind of hint, undiagnosed place).
     RandomPrefix,
-    /// The reference solution trained as an off-policy completion (LUFFY-style imitation).
+    /// The reference solution trained as an off-policy completion (LUFFY-style imitation), as
+    /// its author wrote it (with `curriculum.reference = "teacher"`, in the teacher's layout).
     FullSolution,
+    /// The reference solution trained in the learner's own layout (through the rewrite the
+    /// mentor's arms share): free imitation, the upper bound, not a method.
+    FullSolutionLearner,
+    /// The learner's wrong final answers and that they are wrong (LTE's control): failure-aware
+    /// without diagnosis or worked content.
+    WrongAnswers,
+    /// Where the diagnosis puts the first mistake, in words, without worked content.
+    WhereOnly,
     /// MENTOR: diagnose, hint, guard.
     Mentor,
     /// DAPO dynamic sampling.
@@ -480,11 +522,14 @@ pub enum Arm {
 
 impl Arm {
     /// Every arm, in report order.
-    pub const ALL: [Arm; 7] = [
+    pub const ALL: [Arm; 10] = [
         Arm::Vanilla,
         Arm::StaticHints,
+        Arm::WrongAnswers,
+        Arm::WhereOnly,
         Arm::RandomPrefix,
         Arm::FullSolution,
+        Arm::FullSolutionLearner,
         Arm::Mentor,
         Arm::Dapo,
         Arm::Refinement,
@@ -497,6 +542,9 @@ impl Arm {
             Arm::StaticHints => "static_hints",
             Arm::RandomPrefix => "random_prefix",
             Arm::FullSolution => "full_solution",
+            Arm::FullSolutionLearner => "full_solution_learner",
+            Arm::WrongAnswers => "wrong_answers",
+            Arm::WhereOnly => "where_only",
             Arm::Mentor => "mentor",
             Arm::Dapo => "dapo",
             Arm::Refinement => "refinement",

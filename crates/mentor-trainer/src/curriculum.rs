@@ -180,6 +180,17 @@ impl Problem {
         lines.join("\n")
     }
 
+    /// A teacher's reference for the same problem: the column lines most significant first
+    /// (`4+0+1=5`, `5+6+1=12`, `7+8+0=15` for `457+68`), then the same `A:` line. The arithmetic
+    /// is the learner's; the order is one it never writes (its scratchpad, and every example of
+    /// its pretraining, run from the units column up). [`learner_solution`] turns it back.
+    pub fn teacher_solution(&self) -> String {
+        let mut lines = self.steps();
+        lines.reverse();
+        lines.push(format!("A:{}", self.answer()));
+        lines.join("\n")
+    }
+
     /// The task: one user message with the prompt, the gold answer and the reference
     /// solution, with its level in the metadata.
     pub fn task(&self, id: impl Into<String>, level: u32) -> Task {
@@ -190,6 +201,29 @@ impl Problem {
             meta: TaskMeta { source: SOURCE.into(), level: Some(level), subject: None },
         }
     }
+}
+
+/// A teacher's reference ([`Problem::teacher_solution`]) in the learner's layout: its column
+/// lines in the order the learner writes them, least significant first, then the `A:` line.
+/// `None` when `teacher` is not in that form (a line that is not `a+b+c=s`, or no final `A:`
+/// line). This is the one rewrite every arm that shows the learner reference lines goes
+/// through (the mentor, `random_prefix`, `where_only`, `full_solution_learner`); only
+/// `full_solution` trains on the teacher's text as written.
+pub fn learner_solution(teacher: &str) -> Option<String> {
+    let mut lines: Vec<&str> = teacher.lines().collect();
+    let answer = lines.pop().filter(|l| l.starts_with("A:"))?;
+    let column = |l: &str| {
+        let (lhs, sum) = l.split_once('=')?;
+        let terms: Vec<&str> = lhs.split('+').collect();
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        (terms.len() == 3 && terms.iter().all(|t| digits(t)) && digits(sum)).then_some(())
+    };
+    if lines.is_empty() || lines.iter().any(|l| column(l).is_none()) {
+        return None;
+    }
+    lines.reverse();
+    lines.push(answer);
+    Some(lines.join("\n"))
 }
 
 /// One phase of the training schedule.
@@ -282,6 +316,24 @@ mod tests {
         assert!(!v.verify(&task, &wrong).unwrap().passed());
         // Stopping early (the collapse mode) fails.
         assert!(!v.verify(&task, "3+1+0=4\n7+2+0=9\nA:94").unwrap().passed());
+    }
+
+    #[test]
+    fn the_teacher_writes_most_significant_first_and_the_rewrite_gives_the_learners_lines() {
+        let p = Problem { a: 457, b: 68 };
+        assert_eq!(p.teacher_solution(), "4+0+1=5\n5+6+1=12\n7+8+0=15\nA:525");
+        assert_ne!(p.teacher_solution(), p.solution());
+        for (a, b) in [(457, 68), (4573, 6821), (9, 1), (987_654_321, 123_456_789)] {
+            let p = Problem { a, b };
+            assert_eq!(learner_solution(&p.teacher_solution()).as_deref(), Some(p.solution().as_str()));
+            // The verifier takes the teacher's text as it is (`full_solution` trains on it).
+            let v = mentor_verify_math::MathVerifier::default();
+            assert!(v.verify(&p.task("t", 4), &p.teacher_solution()).unwrap().passed());
+        }
+        // Not the teacher's form: no rewrite.
+        for bad in ["", "A:5", "4+0+1=5", "4+0=5\nA:5", "four\nA:5", "A:5\n4+0+1=5"] {
+            assert_eq!(learner_solution(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

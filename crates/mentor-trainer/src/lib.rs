@@ -74,13 +74,18 @@ pub fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
     }
     // candle sizes its element-wise pool (whose helper threads spin before they sleep) and
     // gemm's split from these variables, not from rayon's pool: without them a `--threads 1`
-    // process still keeps a busy helper per core. The demo parallelises by processes and by
-    // pretraining shards, each of which wants exactly one thread.
-    let per_process = match (&cli.command, cli.threads) {
-        (_, Some(n)) => Some(n),
-        (cli::Command::Demo(_), None) => Some(1),
-        _ => None,
-    };
+    // process still keeps a busy helper per core. The demo's runs are child processes with
+    // `--threads 1` each (by default); the demo process itself pretrains in data-parallel
+    // shards on every core (its fixed-order kernels run on rayon's pool, which the shards
+    // share: a pool of one thread would serialise them).
+    let per_process = cli.threads;
+    // (candle's element-wise pool is not what they share: one thread, as the runs have.)
+    if per_process.is_none()
+        && matches!(cli.command, cli::Command::Demo(_))
+        && std::env::var_os("CANDLE_NUM_THREADS").is_none()
+    {
+        std::env::set_var("CANDLE_NUM_THREADS", "1");
+    }
     // After each element-wise op, candle's pool helpers spin 25,000 times before they sleep,
     // on cores that gemm's rayon workers need next: with 2 threads that was 7% of a SmolLM2
     // training step's CPU time, and a step 6% slower than with 300 (docs/PERFORMANCE.md).

@@ -3,8 +3,9 @@
 //! diagnosis located. If the diagnosed cut is what makes level 3 work, the mentor beats this
 //! control; if any reference prefix does as well, it does not.
 //!
-//! [`control`] makes the twin of one hint (`mentor rescue`); [`RandomPrefix`] is the training
-//! arm `random_prefix`, a mentor whose every level-3 hint is replaced by its twin.
+//! [`control`] (a uniform other cut) and [`size_matched`] (the nearest in tokens) make the twin
+//! of one hint for `mentor rescue`; [`RandomPrefix`] is the training arm `random_prefix`, a
+//! mentor whose every level-3 hint is replaced by its [`size_matched_random`] twin.
 
 use mentor_agents::rules::reference_steps;
 use mentor_agents::{Guard, GuardOutcome};
@@ -56,26 +57,26 @@ pub struct Control {
 /// result as it judged the mentor's.
 pub fn control(task: &Task, mentor_hint: &Hint, seed: u64, guard: &Guard) -> Control {
     let Some(prefix) = mentor_hint.solution_prefix.as_deref() else {
-        return Control {
-            hint: Some(mentor_hint.clone()),
-            rejections: Vec::new(),
-            mentor_cut: 0,
-            random_cut: 0,
-        };
+        return unchanged(mentor_hint, 0);
     };
     let pieces = pieces(task);
     let n = prefix.lines().count();
     let cuts: Vec<usize> = (1..pieces.len()).filter(|&m| m != n).collect();
     if cuts.is_empty() {
-        return Control {
-            hint: Some(mentor_hint.clone()),
-            rejections: Vec::new(),
-            mentor_cut: n,
-            random_cut: n,
-        };
+        return unchanged(mentor_hint, n);
     }
     let m = cuts[StdRng::seed_from_u64(seed).random_range(0..cuts.len())];
-    match guard.check(task, twin(mentor_hint, prefix, &pieces, m)) {
+    judged(task, twin(mentor_hint, prefix, &pieces, m), guard, n, m)
+}
+
+/// The mentor's own hint as its control (no other cut to make, or no prefix to cut: `cut` 0).
+fn unchanged(mentor_hint: &Hint, cut: usize) -> Control {
+    Control { hint: Some(mentor_hint.clone()), rejections: Vec::new(), mentor_cut: cut, random_cut: cut }
+}
+
+/// The guard's verdict on a twin cut at `m` (the mentor's at `n`).
+fn judged(task: &Task, twin: Hint, guard: &Guard, n: usize, m: usize) -> Control {
+    match guard.check(task, twin) {
         GuardOutcome::Accepted(h) | GuardOutcome::Redacted { hint: h, .. } => {
             Control { hint: Some(h), rejections: Vec::new(), mentor_cut: n, random_cut: m }
         }
@@ -83,6 +84,35 @@ pub fn control(task: &Task, mentor_hint: &Hint, seed: u64, guard: &Guard) -> Con
             Control { hint: None, rejections: vec![r], mentor_cut: n, random_cut: m }
         }
     }
+}
+
+/// The size of a hint as the learner receives it: its text and its forced prefix, in characters.
+fn shown_chars(h: &Hint) -> usize {
+    h.text.chars().count() + h.solution_prefix.as_deref().map_or(0, |p| p.chars().count())
+}
+
+/// The training arm's twin of `mentor_hint`: its prefix cut at another step (at least one piece,
+/// never the last) whose hint, text and prefix together, is nearest in size (characters) to the
+/// mentor's; when several cuts are equally near (one step shorter and one longer, often), one
+/// of them drawn with `seed`, so that ties favour neither a shorter nor a longer cut. The same
+/// cut when there is no other; a hint without a prefix is its own control. The guard judges the
+/// result as it judged the mentor's.
+pub fn size_matched_random(task: &Task, mentor_hint: &Hint, seed: u64, guard: &Guard) -> Control {
+    let Some(prefix) = mentor_hint.solution_prefix.as_deref() else {
+        return unchanged(mentor_hint, 0);
+    };
+    let pieces = pieces(task);
+    let n = prefix.lines().count();
+    let target = shown_chars(mentor_hint);
+    let twins: Vec<(usize, Hint)> =
+        (1..pieces.len()).filter(|&m| m != n).map(|m| (m, twin(mentor_hint, prefix, &pieces, m))).collect();
+    let Some(best) = twins.iter().map(|(_, h)| shown_chars(h).abs_diff(target)).min() else {
+        return unchanged(mentor_hint, n);
+    };
+    let nearest: Vec<&(usize, Hint)> =
+        twins.iter().filter(|(_, h)| shown_chars(h).abs_diff(target) == best).collect();
+    let (m, hint) = nearest[StdRng::seed_from_u64(seed).random_range(0..nearest.len())].clone();
+    judged(task, hint, guard, n, m)
 }
 
 /// The size-matched twin of `mentor_hint` for `mentor rescue`: its prefix replaced by the first
@@ -106,20 +136,13 @@ pub fn size_matched(
         .filter(|&m| m != n)
         .map(|m| (m, twin(mentor_hint, prefix, &pieces, m)))
         .min_by_key(|(m, h)| (tokens(&h.text).abs_diff(target), *m))?;
-    Some(match guard.check(task, hint) {
-        GuardOutcome::Accepted(h) | GuardOutcome::Redacted { hint: h, .. } => {
-            Control { hint: Some(h), rejections: Vec::new(), mentor_cut: n, random_cut: m }
-        }
-        GuardOutcome::Rejected(r) => {
-            Control { hint: None, rejections: vec![r], mentor_cut: n, random_cut: m }
-        }
-    })
+    Some(judged(task, hint, guard, n, m))
 }
 
 /// The `random_prefix` training arm: `inner` (the rules mentor) diagnoses and writes its
-/// hint, then [`control`] moves the hint's cut to a random other step. The hint budget is the
-/// mentor's kind (the first reference steps, in the same template); only the place of the cut
-/// ignores the diagnosis. The cut is drawn from `seed`, the task id and the number of earlier
+/// hint, then [`size_matched_random`] moves the hint's cut to another step of about the same
+/// size (ties drawn at random). The hint budget is the mentor's (the first reference steps, in
+/// the same template, within a step's length); only the place of the cut ignores the diagnosis. The cut is drawn from `seed`, the task id and the number of earlier
 /// hints of the group, so a run repeats.
 pub struct RandomPrefix {
     inner: Box<dyn Mentor>,
@@ -148,7 +171,7 @@ impl Mentor for RandomPrefix {
                 crate::seed::str_key(&request.task.id),
                 request.previous_hints.len() as u64,
             ]);
-            let c = control(request.task, &hint, seed, &self.guard);
+            let c = size_matched_random(request.task, &hint, seed, &self.guard);
             out.hint = c.hint;
             out.rejections.extend(c.rejections);
         }
@@ -273,6 +296,30 @@ mod tests {
         }
     }
 
+    /// Steps of one length: the cuts one step shorter and one longer tie in size.
+    const EVEN: &str = "1+1+0=2\n2+2+0=4\n3+3+0=6\n4+4+0=8\nA:8642";
+
+    #[test]
+    fn the_training_arms_cut_is_the_nearest_in_size_with_ties_drawn() {
+        let guard = Guard::numeric_only(GuardConfig::default());
+        let t = task(SOLUTION, "99");
+        let steps = pieces(&t);
+        // Mentor at cut 2: the hint cut at 3 is nearer its size than the one cut at 1 (the
+        // second step is longer than the third): always cut 3.
+        let mentor = hint(&steps[..2].join("\n"));
+        for seed in 0..20 {
+            let c = size_matched_random(&t, &mentor, seed, &guard);
+            assert_eq!((c.mentor_cut, c.random_cut), (2, 3), "seed {seed}");
+        }
+        let even = task(EVEN, "8642");
+        let cuts: std::collections::BTreeSet<usize> = (0..40)
+            .map(|s| size_matched_random(&even, &hint("1+1+0=2\n2+2+0=4"), s, &guard).random_cut)
+            .collect();
+        assert_eq!(cuts, [1, 3].into(), "a tie is drawn, not broken toward the shorter cut");
+        let plain = Hint { solution_prefix: None, ..mentor };
+        assert_eq!(size_matched_random(&t, &plain, 1, &guard).hint, Some(plain));
+    }
+
     #[test]
     fn the_training_arm_moves_every_cut_and_repeats_per_seed() {
         let guard = Guard::numeric_only(GuardConfig::default());
@@ -280,7 +327,7 @@ mod tests {
         assert_eq!(arm.name(), "random_prefix");
         let mut cuts = std::collections::BTreeSet::new();
         for i in 0..30 {
-            let mut t = task(SOLUTION, "99");
+            let mut t = task(EVEN, "8642");
             t.id = format!("t{i}");
             let req = MentorRequest {
                 task: &t,

@@ -120,6 +120,11 @@ impl Rollout for PolicyRollout<'_> {
 
     /// The text's tokens and the end-of-sequence id, with the current policy's log-probs of
     /// them under the task's plain prompt (one forward pass).
+    /// The policy's tokens (characters where the tokenizer refuses the text).
+    fn token_count(&self, text: &str) -> usize {
+        self.policy.tokenizer().encode(text).map_or_else(|_| text.chars().count(), |ids| ids.len())
+    }
+
     fn off_policy(&mut self, task: &Task, text: &str) -> std::result::Result<Sample, RolloutError> {
         let tok = self.policy.tokenizer();
         let mut ids = tok.encode(text)?;

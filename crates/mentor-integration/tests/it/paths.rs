@@ -33,6 +33,17 @@ fn collapse_is_detected_and_the_hint_escalates_to_the_rescuing_level() {
     assert_eq!(hinted_calls.len(), 3);
     assert!(hinted_calls[2].2 && !hinted_calls[0].2);
     assert_eq!(plugin.memory().level("a"), Some(level(3)));
+    // What the help cost: three hints shown, each its text (characters: the default token
+    // count) plus, at level 3, the steps forced as the answer's start.
+    let shown: usize = rec.hints.iter().map(|h| h.text.chars().count()).sum::<usize>()
+        + rec.hints[2].solution_prefix.as_deref().map_or(0, str::len);
+    assert_eq!((m.hints, m.hint_tokens), (3, shown));
+    // The rescued group's rows: the forced steps are trained but not the learner's own.
+    let a: Vec<_> = out.rows.iter().filter(|r| r.task_id == "a").collect();
+    let trained: usize = a.iter().map(|r| r.completion_ids.len()).sum();
+    let given: usize = a.iter().map(|r| r.given_tokens).sum();
+    assert!(given > 0 && given < trained, "{given} of {trained}");
+    assert_eq!((m.rescued_tokens, m.rescued_own_tokens), (trained, trained - given));
 }
 
 #[test]
@@ -285,7 +296,8 @@ fn full_solution_swaps_the_reference_into_collapsed_groups_only() {
     let mut policy = Scripted::new(&[("a", 4), ("b", 0), ("c", 4)]);
     let tasks = [with_reference("a", "12"), with_reference("b", "7"), task("c", "3")];
     let gs = groups(&mut policy, &tasks, 4);
-    let mut plugin = Plugin::new(Strategy::FullSolution { max_groups: 2 }, MonitorConfig::default());
+    let mut plugin =
+        Plugin::new(Strategy::FullSolution { max_groups: 2, rewrite: None }, MonitorConfig::default());
     assert_eq!(plugin.name(), "full_solution");
     let out = plugin.process(gs, &mut policy, &v, None).unwrap();
     let m = &out.metrics;
@@ -306,6 +318,30 @@ fn full_solution_swaps_the_reference_into_collapsed_groups_only() {
     let rec = &out.interventions[0];
     assert_eq!((rec.task_id.as_str(), rec.rescued), ("a", true));
     assert_eq!(rec.hints[0].source, mentor_core::HintSource::Reference);
+    // The reference is all given: a hint of its full length, none of it the learner's.
+    assert_eq!((m.hints, m.hint_tokens), (1, reference.len()));
+    let own: usize = a[..3].iter().map(|r| r.completion_ids.len()).sum();
+    assert_eq!((m.rescued_tokens, m.rescued_own_tokens), (own + reference.len(), own));
+    assert_eq!(a[3].given_tokens, reference.len());
+}
+
+#[test]
+fn full_solution_trains_the_rewritten_reference_when_given_a_rewrite() {
+    let v = MathVerifier::default();
+    let mut t = task("a", "12");
+    t.payload = mentor_core::Payload::Math(mentor_core::MathPayload {
+        answer: "12".into(),
+        solution: Some("TWELVE: \\boxed{12}".into()),
+    });
+    let mut policy = Scripted::new(&[("a", 4)]);
+    let gs = groups(&mut policy, std::slice::from_ref(&t), 4);
+    let lower: mentor_core::ReferenceRewrite = std::sync::Arc::new(|s: &str| Some(s.to_lowercase()));
+    let mut plugin =
+        Plugin::new(Strategy::FullSolution { max_groups: 8, rewrite: Some(lower) }, MonitorConfig::default());
+    let out = plugin.process(gs, &mut policy, &v, None).unwrap();
+    assert_eq!(out.metrics.rescued, 1);
+    let last = out.rows.last().unwrap();
+    assert_eq!(last.completion_ids, "twelve: \\boxed{12}".bytes().map(u32::from).collect::<Vec<_>>());
 }
 
 #[test]
@@ -318,7 +354,8 @@ fn full_solution_skips_a_reference_the_verifier_rejects() {
     });
     let mut policy = Scripted::new(&[("a", 4)]);
     let gs = groups(&mut policy, std::slice::from_ref(&t), 4);
-    let mut plugin = Plugin::new(Strategy::FullSolution { max_groups: 8 }, MonitorConfig::default());
+    let mut plugin =
+        Plugin::new(Strategy::FullSolution { max_groups: 8, rewrite: None }, MonitorConfig::default());
     let out = plugin.process(gs, &mut policy, &v, None).unwrap();
     assert_eq!((out.metrics.intervened, out.metrics.rescued), (1, 0));
     assert!(!out.interventions[0].rescued);

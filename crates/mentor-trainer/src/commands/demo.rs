@@ -1,10 +1,13 @@
 //! `mentor demo`: the embedded default end to end.
 //!
-//! 1. Pretrain the tiny model once on the curriculum (cached in `<out>/pretrained/` by a key
-//!    of the settings that shape it; a rerun with the same settings reuses it).
-//! 2. Per seed, a shared warm-up: vanilla GRPO on every phase but the last, checkpointed.
-//! 3. Per seed and arm, a copy of that warm-up resumed with the arm through the jump: the arms
-//!    of a seed share the warm-up and the evaluation set (paired comparison).
+//! 1. Pretrain the tiny model on the curriculum once per pretraining seed (`--pretrain-seeds`,
+//!    cached in `<out>/pretrained-p<seed>/` by a key of the settings that shape it; a rerun
+//!    with the same settings reuses it).
+//! 2. Per pretrained model and RL seed, a shared warm-up: vanilla GRPO on every phase but the
+//!    last, checkpointed.
+//! 3. Per pretrained model, RL seed and arm, a copy of that warm-up resumed with the arm
+//!    through the jump: the arms of a run share the warm-up and the evaluation set (paired
+//!    comparison).
 //! 4. A report over all arm runs in `<out>/report/`.
 //!
 //! Steps 2–3 run as `mentor train` child processes with `--threads` tensor threads each (1 by
@@ -20,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use crate::cli::DemoArgs;
-use crate::config::TrainConfig;
+use crate::config::{Arm, TrainConfig};
 use crate::curriculum::Phase;
 use crate::pretrain::{pretrain, probe, Corpus, ProbeCut, ProbeRow};
 use crate::report::{load_run, write_report, ReportSummary};
@@ -202,9 +205,14 @@ fn run_jobs(
     Ok(())
 }
 
-/// Pretrains (or reuses) the shared starting model; returns its directory.
+/// The directory of pretrained model `seed`.
+fn pretrained_dir(out: &Path, seed: u64) -> PathBuf {
+    out.join(format!("pretrained-p{seed}"))
+}
+
+/// Pretrains (or reuses) the starting model of `cfg.pretrain.seed`; returns its directory.
 fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathBuf> {
-    let dir = out.join("pretrained");
+    let dir = pretrained_dir(out, cfg.pretrain.seed);
     let key = key_of(cfg)?;
     let meta_path = dir.join("meta.json");
     if let Ok(text) = std::fs::read_to_string(&meta_path) {
@@ -216,7 +224,8 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
         }
     }
     let t0 = Instant::now();
-    let policy = crate::policy::build(&cfg.model, 0)?;
+    let seed = cfg.pretrain.seed;
+    let policy = crate::policy::build(&cfg.model, seed)?;
     let p = prompts(cfg)?;
     let pb = mp.add(ProgressBar::new(cfg.pretrain.steps as u64));
     pb.set_style(
@@ -224,7 +233,7 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    pb.set_prefix("pretrain");
+    pb.set_prefix(format!("pretrain p{seed}"));
     let mut cb = |s: usize, n: usize, l: f64| {
         pb.set_position(s as u64);
         pb.set_message(format!("loss {l:.3}"));
@@ -234,7 +243,7 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
     };
     let format = &cfg.strategy.intervention.hint_format;
     let corpus = Corpus { cfg: &cfg.pretrain, curriculum: &cfg.curriculum, prompts: &p, format };
-    let loss = pretrain(&policy, &corpus, 0, &mut cb)?;
+    let loss = pretrain(&policy, &corpus, seed, &mut cb)?;
     pb.finish_and_clear();
     let hard = cfg.curriculum.schedule.last().map_or(4, |p| p.level);
     let mut levels: Vec<u32> = cfg.pretrain.unhinted_levels.clone();
@@ -266,7 +275,10 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
     crate::jsonl::write_json(&meta_path, &meta)?;
     say(
         mp,
-        format!("pretrained in {:.0} s (loss {loss:.3}); probe (greedy / sampled accuracy):", meta.seconds),
+        format!(
+            "pretrained model {seed} in {:.0} s (loss {loss:.3}); probe (greedy / sampled accuracy):",
+            meta.seconds
+        ),
     );
     for r in &meta.probe {
         let at = r
@@ -284,17 +296,29 @@ pub fn run(args: &DemoArgs, threads: Option<usize>, kernels: Option<KernelPath>)
     let out = args.out.clone().unwrap_or_else(|| cfg.run.output_dir.clone());
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mp = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let (pretrain_seeds, seeds) = if args.full {
+        (vec![0, 1, 2], vec![0, 1, 2])
+    } else {
+        (args.pretrain_seeds.clone(), args.seeds.clone())
+    };
     say(
         &mp,
         format!(
-            "MENTOR demo: arms {} × seeds {:?}, schedule {} → {}",
+            "MENTOR demo: arms {} × pretrained models {:?} × seeds {:?}, schedule {} → {}",
             args.arms.iter().map(|a| a.name()).collect::<Vec<_>>().join(", "),
-            args.seeds,
+            pretrain_seeds,
+            seeds,
             phases_toml(&cfg.curriculum.schedule),
             out.display()
         ),
     );
-    let pre = if cfg.pretrain.steps > 0 { Some(pretrained(&cfg, &out, &mp)?) } else { None };
+    let mut models = Vec::new();
+    for &seed in &pretrain_seeds {
+        let mut c = cfg.clone();
+        c.pretrain.seed = seed;
+        let dir = if cfg.pretrain.steps > 0 { Some(pretrained(&c, &out, &mp)?) } else { None };
+        models.push(Model { seed, dir });
+    }
     // `--threads` is each run's tensor threads (1 by default: small models gain more from
     // running arms side by side); as many runs at a time as the cores hold.
     let child_threads = threads.unwrap_or(1).max(1);
@@ -303,19 +327,16 @@ pub fn run(args: &DemoArgs, threads: Option<usize>, kernels: Option<KernelPath>)
     let mut base: Vec<String> = args.sets.clone();
     base.push("run.progress=false".into());
     base.push("pretrain.steps=0".into());
-    if let Some(p) = &pre {
-        base.push(format!("model.source={}", p.display()));
-    }
     let schedule = &cfg.curriculum.schedule;
     let warm: Vec<Phase> = schedule[..schedule.len().saturating_sub(1)].to_vec();
     let warm_steps: usize = warm.iter().map(|p| p.steps).sum();
     let total = cfg.total_steps();
-    remove_earlier_runs(&out, args)?;
+    remove_earlier_runs(&out, &models, &seeds, &args.arms)?;
     if warm_steps > 0 {
-        let jobs = warmup_jobs(&out, &args.seeds, &warm, warm_steps);
+        let jobs = warmup_jobs(&out, &models, &seeds, &warm, warm_steps);
         run_jobs(jobs, parallel, child_threads, kernels, &args.config, &base, &mp)?;
     }
-    let (jobs, dirs) = arm_jobs(&out, args, total, warm_steps);
+    let (jobs, dirs) = arm_jobs(&out, &models, &seeds, &args.arms, total, warm_steps);
     run_jobs(jobs, parallel, child_threads, kernels, &args.config, &base, &mp)?;
     let runs = dirs.iter().map(|d| load_run(d)).collect::<std::result::Result<Vec<_>, _>>()?;
     let report_dir = out.join("report");
@@ -337,66 +358,99 @@ pub fn run(args: &DemoArgs, threads: Option<usize>, kernels: Option<KernelPath>)
     Ok(())
 }
 
-/// Fresh runs every time: removes earlier warm-ups and arms of these seeds.
-fn remove_earlier_runs(out: &Path, args: &DemoArgs) -> Result<()> {
-    for seed in &args.seeds {
-        for name in std::iter::once("warmup").chain(args.arms.iter().map(|a| a.name())) {
-            let d = out.join(format!("{name}-s{seed}"));
-            if d.exists() {
-                std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+/// One pretrained model the runs start from: its seed and directory (`None`: no pretraining).
+struct Model {
+    seed: u64,
+    dir: Option<PathBuf>,
+}
+
+impl Model {
+    /// The sets every run on this model gets.
+    fn sets(&self) -> Vec<String> {
+        let mut sets = vec![format!("pretrain.seed={}", self.seed)];
+        if let Some(d) = &self.dir {
+            sets.push(format!("model.source={}", d.display()));
+        }
+        sets
+    }
+}
+
+/// A run's name: `{what}-p{pretrained model}-s{RL seed}`.
+fn run_name(what: &str, model: u64, seed: u64) -> String {
+    format!("{what}-p{model}-s{seed}")
+}
+
+/// Fresh runs every time: removes earlier warm-ups and arms of these models and seeds.
+fn remove_earlier_runs(out: &Path, models: &[Model], seeds: &[u64], arms: &[Arm]) -> Result<()> {
+    for m in models {
+        for seed in seeds {
+            for name in std::iter::once("warmup").chain(arms.iter().map(|a| a.name())) {
+                let d = out.join(run_name(name, m.seed, *seed));
+                if d.exists() {
+                    std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+                }
             }
         }
     }
     Ok(())
 }
 
-/// One vanilla warm-up run per seed over the schedule's phases before the last.
-fn warmup_jobs(out: &Path, seeds: &[u64], warm: &[Phase], warm_steps: usize) -> Vec<Job> {
-    seeds
-        .iter()
-        .map(|seed| {
-            let dir = out.join(format!("warmup-s{seed}"));
-            Job {
-                name: format!("warmup-s{seed}"),
-                sets: vec![
-                    format!("run.output_dir={}", dir.display()),
-                    format!("run.seed={seed}"),
-                    format!("run.name=warmup-s{seed}"),
-                    "strategy.arm=vanilla".into(),
-                    format!("curriculum.schedule={}", phases_toml(warm)),
-                    "run.steps=0".into(),
-                ],
-                dir,
-                resume: false,
-                steps: warm_steps,
-                from: None,
-            }
-        })
-        .collect()
+/// One vanilla warm-up run per model and seed over the schedule's phases before the last.
+fn warmup_jobs(out: &Path, models: &[Model], seeds: &[u64], warm: &[Phase], warm_steps: usize) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for m in models {
+        for seed in seeds {
+            let name = run_name("warmup", m.seed, *seed);
+            let dir = out.join(&name);
+            let mut sets = m.sets();
+            sets.extend([
+                format!("run.output_dir={}", dir.display()),
+                format!("run.seed={seed}"),
+                format!("run.name={name}"),
+                "strategy.arm=vanilla".into(),
+                format!("curriculum.schedule={}", phases_toml(warm)),
+                "run.steps=0".into(),
+            ]);
+            jobs.push(Job { name, sets, dir, resume: false, steps: warm_steps, from: None });
+        }
+    }
+    jobs
 }
 
-/// One run per seed and arm, resumed from the seed's warm-up when there is one; with their
+/// One run per model, seed and arm, resumed from its warm-up when there is one; with their
 /// directories in the same order.
-fn arm_jobs(out: &Path, args: &DemoArgs, total: usize, warm_steps: usize) -> (Vec<Job>, Vec<PathBuf>) {
+fn arm_jobs(
+    out: &Path,
+    models: &[Model],
+    seeds: &[u64],
+    arms: &[Arm],
+    total: usize,
+    warm_steps: usize,
+) -> (Vec<Job>, Vec<PathBuf>) {
     let mut jobs = Vec::new();
     let mut dirs = Vec::new();
-    for seed in &args.seeds {
-        for arm in &args.arms {
-            let dir = out.join(format!("{arm}-s{seed}"));
-            dirs.push(dir.clone());
-            jobs.push(Job {
-                name: format!("{arm}-s{seed}"),
-                sets: vec![
+    for m in models {
+        for seed in seeds {
+            for arm in arms {
+                let name = run_name(arm.name(), m.seed, *seed);
+                let dir = out.join(&name);
+                dirs.push(dir.clone());
+                let mut sets = m.sets();
+                sets.extend([
                     format!("run.output_dir={}", dir.display()),
                     format!("run.seed={seed}"),
-                    format!("run.name={arm}-s{seed}"),
+                    format!("run.name={name}"),
                     format!("strategy.arm={arm}"),
-                ],
-                dir,
-                resume: warm_steps > 0,
-                steps: total,
-                from: (warm_steps > 0).then(|| out.join(format!("warmup-s{seed}"))),
-            });
+                ]);
+                jobs.push(Job {
+                    name,
+                    sets,
+                    dir,
+                    resume: warm_steps > 0,
+                    steps: total,
+                    from: (warm_steps > 0).then(|| out.join(run_name("warmup", m.seed, *seed))),
+                });
+            }
         }
     }
     (jobs, dirs)
@@ -410,33 +464,54 @@ fn print_table(summary: &ReportSummary) {
     };
     let pct = format!("{:.0}%", summary.paired.bootstrap.level * 100.0);
     eprintln!(
-        "\n{:<14} {:>26} {:>24} {:>26} {:>22}",
+        "\n{:<22} {:>22} {:>22} {:>20} {:>6} {:>9} {:>6} {:>10}",
         "arm",
         "final hard pass@1",
         format!("mean [{pct} CI]"),
         "ZRF after jump",
-        "interventions"
+        "interv",
+        "hint tok",
+        "own",
+        "resc/100t"
     );
+    // Per arm, the mean over its runs of a per-run cost figure (runs without it left out).
+    let cost = |arm: &str, f: fn(&crate::report::paired::RunOutcome) -> Option<f64>, digits: usize| {
+        let v: Vec<f64> = summary.paired.runs.iter().filter(|r| r.arm == arm).filter_map(f).collect();
+        if v.is_empty() {
+            "–".to_string()
+        } else {
+            format!("{:.digits$}", v.iter().sum::<f64>() / v.len() as f64)
+        }
+    };
     for row in &summary.table {
         let ci = summary.paired.arms.iter().find(|a| a.arm == row.arm).map_or("–".to_string(), |a| {
             crate::report::paired::mean_ci(a.mean_final_accuracy, a.ci_low, a.ci_high)
         });
         eprintln!(
-            "{:<14} {:>26} {:>24} {:>26} {:>22}",
+            "{:<22} {:>22} {:>22} {:>20} {:>6} {:>9} {:>6} {:>10}",
             row.arm,
             fmt(&row.pass1),
             ci,
             fmt(&row.mean_zrf),
-            row.interventions.as_ref().map_or("–".into(), |a| format!("{:.0}", a.mean))
+            row.interventions.as_ref().map_or("–".into(), |a| format!("{:.0}", a.mean)),
+            cost(&row.arm, |r| r.hint_tokens, 1),
+            cost(&row.arm, |r| r.self_written_fraction, 2),
+            cost(&row.arm, |r| r.rescues_per_100_hint_tokens, 2),
         );
     }
+    eprintln!(
+        "  (interv: interventions per run; hint tok: tokens per hint shown; own: the share of a rescued \
+         group's trained tokens the learner wrote; resc/100t: rescues per 100 hint tokens)"
+    );
     for p in &summary.paired.paired {
         eprintln!(
-            "  {} − {}: {} over {} paired seed(s)",
+            "  {} − {}: {} over {} paired run(s); ahead on {}, behind on {}",
             p.arm,
             p.versus,
             crate::report::paired::mean_ci(p.mean_difference, p.ci_low, p.ci_high),
-            p.seeds
+            p.seeds,
+            p.ahead,
+            p.behind
         );
     }
 }

@@ -101,6 +101,7 @@ pub fn info(arm: &str, seed: u64, jump_step: Option<usize>) -> RunInfo {
         preset: "demo".to_string(),
         jump_step,
         hard_level: jump_step.map(|_| 4),
+        pretrain_seed: None,
     }
 }
 

@@ -362,6 +362,11 @@ mod tests {
                 passk: None,
                 correct: None,
             }),
+            pretrain_seed: None,
+            hints: 0,
+            hint_tokens: 0,
+            rescued_tokens: 0,
+            rescued_own_tokens: 0,
         }
     }
 

@@ -76,6 +76,17 @@ pub struct RunOutcome {
     pub interventions: usize,
     /// Rescued groups over all steps.
     pub rescues: usize,
+    /// The pretrained model's seed (`None`: not recorded, a run that did not start from the
+    /// demo's pretraining or an older run).
+    pub pretrain_seed: Option<u64>,
+    /// Mean size of a hint shown, in the policy's tokens (text plus forced lines;
+    /// `full_solution`: the reference); `None` without hints.
+    pub hint_tokens: Option<f64>,
+    /// In the rescued groups, the fraction of the trained completion tokens the learner
+    /// sampled itself (1: all its own; `None` without rescues).
+    pub self_written_fraction: Option<f64>,
+    /// Rescues per 100 hint tokens shown (`None` without hints).
+    pub rescues_per_100_hint_tokens: Option<f64>,
 }
 
 /// One arm's final accuracy over seeds (an entry of `summary.json`'s `arms`).
@@ -96,6 +107,28 @@ pub struct ArmInterval {
     pub min: Option<f64>,
     /// Highest final accuracy over seeds.
     pub max: Option<f64>,
+    /// With runs from more than one pretrained model: each model's mean over its RL seeds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_pretrained: Vec<PretrainedMean>,
+    /// The spread over pretrained models: the standard deviation of [`Self::per_pretrained`]'s
+    /// means (`None` with fewer than two models).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sd_between_pretrained: Option<f64>,
+    /// The spread over RL seeds: the mean over pretrained models of the standard deviation of
+    /// a model's runs (`None` unless some model has two runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sd_within_pretrained: Option<f64>,
+}
+
+/// One pretrained model's mean final accuracy over its RL seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PretrainedMean {
+    /// The pretrained model's seed.
+    pub pretrain_seed: u64,
+    /// Its runs with a final accuracy.
+    pub runs: usize,
+    /// Their mean final accuracy.
+    pub mean: f64,
 }
 
 /// One arm's paired difference to the reference arm (an entry of `summary.json`'s `paired`).
@@ -114,6 +147,12 @@ pub struct PairedDifference {
     pub ci_low: Option<f64>,
     /// Upper end of the paired bootstrap interval.
     pub ci_high: Option<f64>,
+    /// Paired runs where the arm is ahead (`accuracy(arm) > accuracy(versus)`).
+    #[serde(default)]
+    pub ahead: usize,
+    /// Paired runs where it is behind.
+    #[serde(default)]
+    pub behind: usize,
 }
 
 /// The paired comparison of a set of runs: the content of `summary.json`.
@@ -130,19 +169,27 @@ pub struct PairedSummary {
 }
 
 impl PairedSummary {
-    /// The seeds with at least one final accuracy, ascending (the rows of the paired table).
-    pub fn seeds(&self) -> Vec<u64> {
-        let mut seeds: Vec<u64> =
-            self.runs.iter().filter(|r| r.final_accuracy.is_some()).map(|r| r.seed).collect();
+    /// The runs (pretrained model's seed, RL seed) with at least one final accuracy,
+    /// ascending (the rows of the paired table).
+    pub fn seeds(&self) -> Vec<(Option<u64>, u64)> {
+        let mut seeds: Vec<(Option<u64>, u64)> = self
+            .runs
+            .iter()
+            .filter(|r| r.final_accuracy.is_some())
+            .map(|r| (r.pretrain_seed, r.seed))
+            .collect();
         seeds.sort_unstable();
         seeds.dedup();
         seeds
     }
 
-    /// The final accuracy of `arm` on `seed` (the first such run's that has one, as in the
+    /// The final accuracy of `arm` on run `key` (the first such run's that has one, as in the
     /// means).
-    pub fn accuracy(&self, arm: &str, seed: u64) -> Option<f64> {
-        self.runs.iter().filter(|r| r.arm == arm && r.seed == seed).find_map(|r| r.final_accuracy)
+    pub fn accuracy(&self, arm: &str, key: (Option<u64>, u64)) -> Option<f64> {
+        self.runs
+            .iter()
+            .filter(|r| r.arm == arm && (r.pretrain_seed, r.seed) == key)
+            .find_map(|r| r.final_accuracy)
     }
 }
 
@@ -152,13 +199,18 @@ struct Cell<'a> {
     correct: Option<&'a [bool]>,
 }
 
-/// Per arm (report order): seed → the arm's first run on that seed that has a final accuracy.
-type Grid<'a> = Vec<(String, BTreeMap<u64, Cell<'a>>)>;
+/// Which run of an arm a cell is: the pretrained model's seed (0 when not recorded) and the
+/// RL seed. Arms are paired on it.
+type RunKey = (u64, u64);
+
+/// Per arm (report order): run key → the arm's first run with that key that has a final
+/// accuracy.
+type Grid<'a> = Vec<(String, BTreeMap<RunKey, Cell<'a>>)>;
 
 /// Computes the paired comparison of `stats` (any order; the result is in report order).
 pub fn paired_summary(stats: &[RunStats], bootstrap: Bootstrap) -> PairedSummary {
     let mut ordered: Vec<&RunStats> = stats.iter().collect();
-    ordered.sort_by_key(|r| (arm_order(&r.arm), r.seed));
+    ordered.sort_by_key(|r| (arm_order(&r.arm), r.pretrain_seed, r.seed));
     let runs = ordered
         .iter()
         .map(|r| RunOutcome {
@@ -168,6 +220,12 @@ pub fn paired_summary(stats: &[RunStats], bootstrap: Bootstrap) -> PairedSummary
             zrf_after_jump: r.mean_zrf,
             interventions: r.interventions,
             rescues: r.rescues,
+            pretrain_seed: r.pretrain_seed,
+            hint_tokens: (r.hints > 0).then(|| r.hint_tokens as f64 / r.hints as f64),
+            self_written_fraction: (r.rescued_tokens > 0)
+                .then(|| r.rescued_own_tokens as f64 / r.rescued_tokens as f64),
+            rescues_per_100_hint_tokens: (r.hint_tokens > 0)
+                .then(|| 100.0 * r.rescues as f64 / r.hint_tokens as f64),
         })
         .collect();
     let mut grid: Grid = Vec::new();
@@ -178,7 +236,8 @@ pub fn paired_summary(stats: &[RunStats], bootstrap: Bootstrap) -> PairedSummary
         let Some(fe) = r.final_eval.as_ref() else { continue };
         let Some(accuracy) = accuracy(Some(fe)) else { continue };
         if let Some((_, cells)) = grid.last_mut() {
-            cells.entry(r.seed).or_insert(Cell { accuracy, correct: fe.correct.as_deref() });
+            let key = (r.pretrain_seed.unwrap_or(0), r.seed);
+            cells.entry(key).or_insert(Cell { accuracy, correct: fe.correct.as_deref() });
         }
     }
     let arms = grid.iter().map(|(arm, cells)| arm_interval(arm, cells, &bootstrap)).collect();
@@ -199,7 +258,38 @@ fn accuracy(fe: Option<&FinalEval>) -> Option<f64> {
     fe.and_then(|e| e.pass1).filter(|p| p.is_finite())
 }
 
-fn arm_interval(arm: &str, cells: &BTreeMap<u64, Cell>, b: &Bootstrap) -> ArmInterval {
+/// Population standard deviation (`None` for fewer than two values).
+fn sd(values: &[f64]) -> Option<f64> {
+    (values.len() > 1).then(|| {
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64).sqrt()
+    })
+}
+
+/// Each pretrained model's mean and the two spreads of [`ArmInterval`] (nothing with one model).
+fn spreads(cells: &BTreeMap<RunKey, Cell>) -> (Vec<PretrainedMean>, Option<f64>, Option<f64>) {
+    let mut by_model: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for ((p, _), c) in cells {
+        by_model.entry(*p).or_default().push(c.accuracy);
+    }
+    if by_model.len() < 2 {
+        return (Vec::new(), None, None);
+    }
+    let means: Vec<PretrainedMean> = by_model
+        .iter()
+        .map(|(p, v)| PretrainedMean {
+            pretrain_seed: *p,
+            runs: v.len(),
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+        })
+        .collect();
+    let between = sd(&means.iter().map(|m| m.mean).collect::<Vec<_>>());
+    let within: Vec<f64> = by_model.values().filter_map(|v| sd(v)).collect();
+    let within = (!within.is_empty()).then(|| within.iter().sum::<f64>() / within.len() as f64);
+    (means, between, within)
+}
+
+fn arm_interval(arm: &str, cells: &BTreeMap<RunKey, Cell>, b: &Bootstrap) -> ArmInterval {
     let values: Vec<f64> = cells.values().map(|c| c.accuracy).collect();
     let n = values.len();
     let mean = (n > 0).then(|| values.iter().sum::<f64>() / n as f64);
@@ -207,8 +297,9 @@ fn arm_interval(arm: &str, cells: &BTreeMap<u64, Cell>, b: &Bootstrap) -> ArmInt
     let max = values.iter().copied().reduce(f64::max);
     // Every seed's resampled accuracies, or no interval at all.
     let resampled: Option<Vec<Vec<f64>>> =
-        cells.iter().map(|(seed, c)| c.correct.and_then(|o| resampled_accuracy(o, *seed, b))).collect();
+        cells.iter().map(|(key, c)| c.correct.and_then(|o| resampled_accuracy(o, *key, b))).collect();
     let ci = resampled.and_then(|per_seed| interval(mean_over_seeds(&per_seed, b.resamples), b.level));
+    let (per_pretrained, sd_between_pretrained, sd_within_pretrained) = spreads(cells);
     ArmInterval {
         arm: arm.to_string(),
         seeds: n,
@@ -217,17 +308,20 @@ fn arm_interval(arm: &str, cells: &BTreeMap<u64, Cell>, b: &Bootstrap) -> ArmInt
         ci_high: ci.map(|c| c.1),
         min,
         max,
+        per_pretrained,
+        sd_between_pretrained,
+        sd_within_pretrained,
     }
 }
 
 fn paired_difference(
     arm: &str,
-    cells: &BTreeMap<u64, Cell>,
+    cells: &BTreeMap<RunKey, Cell>,
     versus: &str,
-    base: &BTreeMap<u64, Cell>,
+    base: &BTreeMap<RunKey, Cell>,
     b: &Bootstrap,
 ) -> PairedDifference {
-    let pairs: Vec<(u64, &Cell, &Cell)> =
+    let pairs: Vec<(RunKey, &Cell, &Cell)> =
         cells.iter().filter_map(|(seed, c)| base.get(seed).map(|r| (*seed, c, r))).collect();
     let n = pairs.len();
     let mean = (n > 0).then(|| pairs.iter().map(|(_, c, r)| c.accuracy - r.accuracy).sum::<f64>() / n as f64);
@@ -250,18 +344,24 @@ fn paired_difference(
         mean_difference: mean,
         ci_low: ci.map(|c| c.0),
         ci_high: ci.map(|c| c.1),
+        ahead: pairs.iter().filter(|(_, c, r)| c.accuracy > r.accuracy).count(),
+        behind: pairs.iter().filter(|(_, c, r)| c.accuracy < r.accuracy).count(),
     }
 }
 
 /// The accuracy of `correct` on each of `b.resamples` resamples of its problems, drawn with
-/// replacement. The indices depend only on `(b.seed, run_seed, correct.len())`: two arms of a
-/// seed resample the same problems. `None` for an empty vector.
-fn resampled_accuracy(correct: &[bool], run_seed: u64, b: &Bootstrap) -> Option<Vec<f64>> {
+/// replacement. The indices depend only on `(b.seed, run key, correct.len())`: two arms of a
+/// run key resample the same problems. `None` for an empty vector.
+fn resampled_accuracy(correct: &[bool], (pretrain, run_seed): RunKey, b: &Bootstrap) -> Option<Vec<f64>> {
     let n = correct.len();
     if n == 0 {
         return None;
     }
-    let seed = crate::seed::mix(&[b.seed, run_seed, n as u64]);
+    // (Pretrained model 0 keeps the draws of reports from before pretrained models were keyed.)
+    let seed = match pretrain {
+        0 => crate::seed::mix(&[b.seed, run_seed, n as u64]),
+        p => crate::seed::mix(&[b.seed, run_seed, n as u64, p]),
+    };
     Some(
         resamples(n, b.resamples, seed)
             .iter()
@@ -326,10 +426,17 @@ pub fn markdown_section(summary: &PairedSummary) -> String {
     s.push_str("\n|---:|");
     s.push_str(&"---:|".repeat(summary.arms.len()));
     s.push('\n');
-    for seed in &seeds {
-        let _ = write!(s, "| {seed} |");
+    for key in &seeds {
+        match key {
+            (Some(p), seed) if seeds.iter().any(|k| k.0 != Some(0)) => {
+                let _ = write!(s, "| pretrained {p}, seed {seed} |");
+            }
+            (_, seed) => {
+                let _ = write!(s, "| {seed} |");
+            }
+        }
         for a in &summary.arms {
-            let _ = write!(s, " {} |", num(summary.accuracy(&a.arm, *seed)));
+            let _ = write!(s, " {} |", num(summary.accuracy(&a.arm, *key)));
         }
         s.push('\n');
     }
@@ -338,20 +445,44 @@ pub fn markdown_section(summary: &PairedSummary) -> String {
         let _ = write!(s, " {} |", mean_ci(a.mean_final_accuracy, a.ci_low, a.ci_high));
     }
     s.push_str("\n\n");
+    if summary.arms.iter().any(|a| !a.per_pretrained.is_empty()) {
+        s.push_str(
+            "Spread of the final accuracy over pretrained models (the standard deviation of each \
+             model's mean over its RL seeds) and over RL seeds (a model's standard deviation, \
+             averaged over models):\n\n| arm | per pretrained model | sd between models | sd within a model |\n\
+             |---|---|---:|---:|\n",
+        );
+        for a in &summary.arms {
+            let per: Vec<String> =
+                a.per_pretrained.iter().map(|m| format!("{}: {:.3}", m.pretrain_seed, m.mean)).collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                a.arm.replace('|', "\\|"),
+                per.join(", "),
+                num(a.sd_between_pretrained),
+                num(a.sd_within_pretrained)
+            );
+        }
+        s.push('\n');
+    }
     if let Some(versus) = summary.paired.first().map(|p| p.versus.replace('|', "\\|")) {
         let _ = write!(
             s,
             "Paired differences to {versus} (arm − {versus}, mean over the seeds both ran; both arms \
-             of a seed resample the same problems):\n\n| arm | seeds | mean difference [{pct} CI] |\n\
-             |---|---:|---:|\n"
+             of a seed resample the same problems; ahead / behind: the runs where the arm is above / \
+             below {versus}):\n\n| arm | seeds | mean difference [{pct} CI] | ahead / behind |\n\
+             |---|---:|---:|---:|\n"
         );
         for p in &summary.paired {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} |",
+                "| {} | {} | {} | {} / {} |",
                 p.arm.replace('|', "\\|"),
                 p.seeds,
-                mean_ci(p.mean_difference, p.ci_low, p.ci_high)
+                mean_ci(p.mean_difference, p.ci_low, p.ci_high),
+                p.ahead,
+                p.behind
             );
         }
         s.push('\n');
@@ -401,6 +532,53 @@ mod tests {
         assert!(lo < 0.5 && 0.5 < hi, "[{lo}, {hi}]");
         assert!(lo >= 0.25 && hi <= 0.75, "[{lo}, {hi}]");
         assert!(lo > 0.35 && hi < 0.65 && hi - lo > 0.1, "about ±2 sd: [{lo}, {hi}]");
+    }
+
+    /// Runs from two pretrained models on the same RL seeds are different runs: paired by
+    /// (model, seed), with the spread over models apart from the spread over seeds.
+    #[test]
+    fn pretrained_models_are_kept_apart_and_their_spread_reported() {
+        let on = |arm: &str, model: u64, seed: u64, right: usize| {
+            let mut s = stats(arm, seed, Some(&outcomes(10, right)));
+            s.pretrain_seed = Some(model);
+            s
+        };
+        // Mentor: model 0 at 0.2 and 0.4, model 1 at 0.6 and 0.8. Vanilla: 0.3 everywhere.
+        let runs = [
+            on(mentor(), 0, 0, 2),
+            on(mentor(), 0, 1, 4),
+            on(mentor(), 1, 0, 6),
+            on(mentor(), 1, 1, 8),
+            on(vanilla(), 0, 0, 3),
+            on(vanilla(), 0, 1, 3),
+            on(vanilla(), 1, 0, 3),
+            on(vanilla(), 1, 1, 3),
+        ];
+        let s = paired_summary(&runs, Bootstrap::default());
+        let m = arm(&s, mentor());
+        assert_eq!(m.seeds, 4);
+        assert!((m.mean_final_accuracy.unwrap() - 0.5).abs() < 1e-12);
+        let means: Vec<(u64, usize, f64)> =
+            m.per_pretrained.iter().map(|p| (p.pretrain_seed, p.runs, p.mean)).collect();
+        assert_eq!(means.len(), 2);
+        assert!((means[0].2 - 0.3).abs() < 1e-12 && (means[1].2 - 0.7).abs() < 1e-12, "{means:?}");
+        // Between: the sd of 0.3 and 0.7 is 0.2; within: each model's pair is 0.1 off its mean.
+        assert!((m.sd_between_pretrained.unwrap() - 0.2).abs() < 1e-12);
+        assert!((m.sd_within_pretrained.unwrap() - 0.1).abs() < 1e-12);
+        let v = arm(&s, vanilla());
+        assert_eq!((v.sd_between_pretrained, v.sd_within_pretrained), (Some(0.0), Some(0.0)));
+        // Vanilla − mentor on the four runs: ahead on one (0.3 > 0.2), behind on three.
+        let p = &s.paired[0];
+        assert_eq!((p.seeds, p.ahead, p.behind), (4, 1, 3));
+        assert!((p.mean_difference.unwrap() + 0.2).abs() < 1e-12);
+        assert_eq!(s.seeds().len(), 4);
+        assert_eq!(s.accuracy(mentor(), (Some(1), 0)), Some(0.6));
+        let md = markdown_section(&s);
+        assert!(md.contains("| pretrained 1, seed 0 |") && md.contains("sd between models"), "{md}");
+        // One model only: no spread fields in summary.json.
+        let one = paired_summary(&runs[..2], Bootstrap::default());
+        let json = serde_json::to_string(&one).unwrap();
+        assert!(!json.contains("per_pretrained") && !json.contains("sd_between"), "{json}");
     }
 
     #[test]

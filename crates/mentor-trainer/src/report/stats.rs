@@ -159,6 +159,16 @@ pub struct RunStats {
     pub seconds_per_step: Option<f64>,
     /// Final evaluation at the hard level, if any eval ran.
     pub final_eval: Option<FinalEval>,
+    /// The pretrained model's seed ([`crate::train::RunInfo::pretrain_seed`]).
+    pub pretrain_seed: Option<u64>,
+    /// Hints shown over all steps (escalations count; `full_solution`: references trained on).
+    pub hints: usize,
+    /// Their size in the policy's tokens, summed.
+    pub hint_tokens: usize,
+    /// Completion tokens trained on in rescued groups, summed.
+    pub rescued_tokens: usize,
+    /// Of those, the tokens the policy sampled itself.
+    pub rescued_own_tokens: usize,
 }
 
 /// Mean and range of one number over the seeds of an arm (only seeds that have the number).
@@ -244,6 +254,11 @@ pub fn run_stats(run: &RunData) -> RunStats {
         rescue_rate: (interventions > 0).then(|| rescues as f64 / interventions as f64),
         seconds_per_step: finite_mean(run.steps.iter().map(|s| s.timing.seconds)),
         final_eval: final_eval(run),
+        pretrain_seed: run.info.pretrain_seed,
+        hints: run.steps.iter().map(|s| s.strategy.hints).sum(),
+        hint_tokens: run.steps.iter().map(|s| s.strategy.hint_tokens).sum(),
+        rescued_tokens: run.steps.iter().map(|s| s.strategy.rescued_tokens).sum(),
+        rescued_own_tokens: run.steps.iter().map(|s| s.strategy.rescued_own_tokens).sum(),
     }
 }
 

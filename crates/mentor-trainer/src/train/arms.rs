@@ -4,11 +4,15 @@
 use std::sync::Arc;
 
 use mentor_agents::llm::{FallbackCounter, LlmConfig};
-use mentor_agents::{AgentMentor, Guard, GuardConfig, Prompts, Refinement, StaticHints};
+use mentor_agents::{
+    AgentMentor, Guard, GuardConfig, Prompts, Refinement, Rewritten, StaticHints, WhereOnly, WrongAnswers,
+};
 use mentor_integration::Strategy;
 use mentor_policy::Policy;
 
-use crate::config::{Arm, Backend, MentorModel, ModelChoice, PromptSet, TrainConfig};
+use crate::config::{
+    Arm, Backend, DataKind, MentorModel, ModelChoice, PromptSet, ReferenceStyle, TrainConfig,
+};
 use crate::error::Result;
 use mentor_verify_math::MathEquivalence;
 
@@ -16,6 +20,19 @@ use mentor_verify_math::MathEquivalence;
 pub const CURRICULUM_HINTS: &str = include_str!("../../curriculum/hints.toml");
 /// The curriculum's static hint library.
 pub const CURRICULUM_STATIC_HINTS: &str = include_str!("../../curriculum/static_hints.toml");
+
+/// The curriculum's wording of the `wrong_answers` control (`{answers}`: the wrong answers).
+pub const CURRICULUM_WRONG_ANSWERS: &str = "H wrong answer {answers}";
+/// The curriculum's wording of the `where_only` control (`{step}`: the first wrong line,
+/// `{kind}`: the mistake's kind in words).
+pub const CURRICULUM_WHERE_ONLY: &str = "H line {step} is wrong, {kind}";
+
+/// The rewrite every arm that shows reference lines shares, when the training tasks' references
+/// are not in the learner's layout (`curriculum.reference = "teacher"`).
+pub fn reference_rewrite(cfg: &TrainConfig) -> Option<mentor_core::ReferenceRewrite> {
+    (cfg.data.kind == DataKind::Curriculum && cfg.curriculum.reference == ReferenceStyle::Teacher)
+        .then(|| Arc::new(crate::curriculum::learner_solution) as mentor_core::ReferenceRewrite)
+}
 
 /// The hint templates a config names.
 pub fn prompts(cfg: &TrainConfig) -> Result<Prompts> {
@@ -72,10 +89,16 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
             Arc::new(MathEquivalence::default()),
         )
     };
+    // Every mentor and control behind the same rewrite of the reference (when there is one).
+    let rewrite = reference_rewrite(cfg);
     let intervene = |mentor: Box<dyn mentor_core::Mentor>| Strategy::Intervene {
-        mentor,
+        mentor: match &rewrite {
+            Some(r) => Box::new(Rewritten::new(mentor, r.clone())),
+            None => mentor,
+        },
         config: cfg.strategy.intervention.clone(),
     };
+    let curriculum = cfg.mentor.prompts == PromptSet::Curriculum;
     let plain = |strategy| Built { strategy, fallbacks: None };
     Ok(match cfg.strategy.arm {
         Arm::Vanilla => plain(Strategy::Vanilla),
@@ -88,8 +111,26 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
             guard(),
             cfg.run.seed,
         )))),
-        Arm::FullSolution => {
-            plain(Strategy::FullSolution { max_groups: cfg.strategy.intervention.max_interventions_per_step })
+        Arm::FullSolution => plain(Strategy::FullSolution {
+            max_groups: cfg.strategy.intervention.max_interventions_per_step,
+            rewrite: None,
+        }),
+        Arm::FullSolutionLearner => plain(Strategy::FullSolution {
+            max_groups: cfg.strategy.intervention.max_interventions_per_step,
+            rewrite: Some(rewrite.clone().unwrap_or_else(|| Arc::new(|s: &str| Some(s.to_string())))),
+        }),
+        Arm::WrongAnswers => plain(intervene(Box::new(if curriculum {
+            WrongAnswers::with_wording(guard(), CURRICULUM_WRONG_ANSWERS)
+        } else {
+            WrongAnswers::new(guard())
+        }))),
+        Arm::WhereOnly => {
+            let diagnoser = Box::new(AgentMentor::rules_with(prompts(cfg)?, guard()));
+            plain(intervene(Box::new(if curriculum {
+                WhereOnly::with_wording(diagnoser, guard(), CURRICULUM_WHERE_ONLY)
+            } else {
+                WhereOnly::new(diagnoser, guard())
+            })))
         }
         Arm::Refinement => {
             plain(intervene(Box::new(Refinement::new(guard(), cfg.strategy.refinement_quote_chars))))
@@ -139,5 +180,32 @@ mod tests {
         }
         // No static text carries a worked line: no `=` (a line is `a+b+c=s`).
         assert!(statics.iter().all(|t| !t.contains('=')));
+    }
+
+    /// The matched controls' curriculum wording, filled in as the controls fill it, stays in
+    /// the alphabet and after the marker, and carries no worked line.
+    #[test]
+    fn the_controls_curriculum_wording_is_in_the_alphabet() {
+        let kinds =
+            ["a calculation error", "the wrong method", "no final answer in the required form", "a mistake"];
+        let mut texts = vec![CURRICULUM_WRONG_ANSWERS.replace("{answers}", "2301, 10, none")];
+        texts.extend(kinds.iter().map(|k| CURRICULUM_WHERE_ONLY.replace("{step}", "3").replace("{kind}", k)));
+        for t in &texts {
+            assert!(t.chars().all(|c| ALPHABET.contains(c)), "{t:?} leaves the alphabet");
+            assert!(t.starts_with("H ") && !t.contains('='), "{t:?}");
+        }
+    }
+
+    /// With teacher references, every arm that shows reference lines gets them through the one
+    /// rewrite; with the learner's own, none is rewritten.
+    #[test]
+    fn the_reference_rewrite_follows_the_curriculums_reference_style() {
+        let mut cfg = TrainConfig::load("demo", &[]).unwrap();
+        let p = crate::curriculum::Problem { a: 457, b: 68 };
+        assert_eq!(cfg.curriculum.reference, ReferenceStyle::Teacher, "the demo's default");
+        let rewrite = reference_rewrite(&cfg).expect("a rewrite for teacher references");
+        assert_eq!(rewrite(&p.teacher_solution()), Some(p.solution()));
+        cfg.curriculum.reference = ReferenceStyle::Learner;
+        assert!(reference_rewrite(&cfg).is_none());
     }
 }

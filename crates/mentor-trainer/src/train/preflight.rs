@@ -137,7 +137,14 @@ pub fn workload(
     let w = |x: usize| x as u64;
     let intervening = matches!(
         cfg.strategy.arm,
-        Arm::StaticHints | Arm::RandomPrefix | Arm::FullSolution | Arm::Mentor | Arm::Refinement
+        Arm::StaticHints
+            | Arm::RandomPrefix
+            | Arm::FullSolution
+            | Arm::FullSolutionLearner
+            | Arm::WrongAnswers
+            | Arm::WhereOnly
+            | Arm::Mentor
+            | Arm::Refinement
     );
     let group = cfg.sampling.group_size;
     let per_prompt = if intervening { group.max(cfg.strategy.intervention.hinted_samples) } else { group };

@@ -133,6 +133,10 @@ pub struct RunInfo {
     pub jump_step: Option<usize>,
     /// The last (hardest) curriculum level.
     pub hard_level: Option<u32>,
+    /// The seed of the pretrained model the run started from (`pretrain.seed`; curriculum
+    /// runs only). Runs on one RL seed from two pretrained models are different runs.
+    #[serde(default)]
+    pub pretrain_seed: Option<u64>,
 }
 
 /// The end of a run (`summary.json`).

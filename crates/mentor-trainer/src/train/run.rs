@@ -267,6 +267,7 @@ fn write_run_files(cfg: &TrainConfig, out: &Path) -> Result<()> {
         jump_step: (curriculum && schedule.len() > 1)
             .then(|| schedule[..schedule.len() - 1].iter().map(|p| p.steps).sum()),
         hard_level: if curriculum { schedule.last().map(|p| p.level) } else { None },
+        pretrain_seed: curriculum.then_some(cfg.pretrain.seed),
     };
     write_json(&out.join(RUN_FILE), &info)
 }

@@ -150,7 +150,12 @@ pub(super) fn step_tasks(cfg: &TrainConfig, tasks: &Tasks, step: usize) -> Vec<T
         Tasks::Curriculum => {
             let level = curriculum::level_at(&cfg.curriculum.schedule, step);
             let mut rng = StdRng::seed_from_u64(mix(&[cfg.run.seed, 0x7a1, step as u64]));
-            (0..n).map(|i| cfg.curriculum.draw(level, &mut rng).task(format!("s{step}-{i}"), level)).collect()
+            (0..n)
+                .map(|i| {
+                    let p = cfg.curriculum.draw(level, &mut rng);
+                    cfg.curriculum.train_task(&p, format!("s{step}-{i}"), level)
+                })
+                .collect()
         }
         Tasks::Dataset { train, .. } => {
             (0..n).filter_map(|i| train.get((step * n + i) % train.len().max(1)).cloned()).collect()
@@ -185,7 +190,7 @@ pub fn pool(cfg: &TrainConfig, level: u32) -> Vec<Task> {
         if held_out.contains(&p.prompt()) || !seen.insert(p.prompt()) {
             continue;
         }
-        out.push(p.task(format!("pool-L{level}-{}", out.len()), level));
+        out.push(cfg.curriculum.train_task(&p, format!("pool-L{level}-{}", out.len()), level));
     }
     out
 }
@@ -219,7 +224,7 @@ impl TaskSource for Refill<'_> {
             Tasks::Curriculum => {
                 let level = curriculum::level_at(&self.cfg.curriculum.schedule, self.step);
                 let p = self.cfg.curriculum.draw(level, &mut self.rng);
-                Some(p.task(format!("s{}-r{}", self.step, self.drawn), level))
+                Some(self.cfg.curriculum.train_task(&p, format!("s{}-r{}", self.step, self.drawn), level))
             }
             Tasks::Dataset { train, .. } => {
                 let n = self.cfg.sampling.prompts_per_step;
