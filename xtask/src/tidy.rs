@@ -194,6 +194,22 @@ fn the_readme_crate_table_lists_every_workspace_crate() {
     }
 }
 
+/// A newcomer reads the README in five minutes: under 150 lines, the requirements, both commands
+/// and the crate table in it; measurements belong in docs/RESULTS.md and docs/PERFORMANCE.md.
+#[test]
+fn the_readme_is_short_and_has_what_a_newcomer_needs_first() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines < 150, "README.md has {lines} lines: move details to docs/ or a crate README");
+    for heading in ["## Requirements", "## Two commands", "## Crates"] {
+        assert!(readme.contains(heading), "README.md lacks `{heading}`");
+    }
+    let first_screen: String = readme.lines().take(40).collect::<Vec<_>>().join("\n");
+    for must in ["## Requirements", "cargo xtask demo", "cargo xtask test"] {
+        assert!(first_screen.contains(must), "`{must}` is not in README.md's first 40 lines");
+    }
+}
+
 /// Files git tracks (the repository as a clone sees it).
 fn tracked() -> Vec<String> {
     let out = std::process::Command::new("git")

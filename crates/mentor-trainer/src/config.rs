@@ -498,6 +498,11 @@ pub enum Arm {
     Vanilla,
     /// Generic hints chosen at random, no diagnosis.
     StaticHints,
+    /// The learner's wrong final answers and that they are wrong (LTE's control): failure-aware
+    /// without diagnosis or worked content.
+    WrongAnswers,
+    /// Where the diagnosis puts the first mistake, in words, without worked content.
+    WhereOnly,
     /// The mentor's level-3 hint with its cut moved to a random other step (the control of
     /// the diagnosis: same kind of hint, undiagnosed place).
     RandomPrefix,
@@ -507,11 +512,6 @@ pub enum Arm {
     /// The reference solution trained in the learner's own layout (through the rewrite the
     /// mentor's arms share): free imitation, the upper bound, not a method.
     FullSolutionLearner,
-    /// The learner's wrong final answers and that they are wrong (LTE's control): failure-aware
-    /// without diagnosis or worked content.
-    WrongAnswers,
-    /// Where the diagnosis puts the first mistake, in words, without worked content.
-    WhereOnly,
     /// MENTOR: diagnose, hint, guard.
     Mentor,
     /// DAPO dynamic sampling.

@@ -695,7 +695,18 @@ mod tests {
         assert_eq!(keys(&json), ["arms", "bootstrap", "paired", "runs"]);
         assert_eq!(
             keys(&json["runs"][0]),
-            ["arm", "final_accuracy", "interventions", "rescues", "seed", "zrf_after_jump"]
+            [
+                "arm",
+                "final_accuracy",
+                "hint_tokens",
+                "interventions",
+                "pretrain_seed",
+                "rescues",
+                "rescues_per_100_hint_tokens",
+                "seed",
+                "self_written_fraction",
+                "zrf_after_jump"
+            ]
         );
         assert_eq!(
             keys(&json["arms"][0]),
@@ -703,7 +714,7 @@ mod tests {
         );
         assert_eq!(
             keys(&json["paired"][0]),
-            ["arm", "ci_high", "ci_low", "mean_difference", "seeds", "versus"]
+            ["ahead", "arm", "behind", "ci_high", "ci_low", "mean_difference", "seeds", "versus"]
         );
         assert_eq!(keys(&json["bootstrap"]), ["level", "resamples", "seed"]);
         assert_eq!(json["bootstrap"]["resamples"], 2000);
