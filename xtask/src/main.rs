@@ -109,6 +109,15 @@ enum Command {
     /// CPU, SmolLM2-135M on GSM8K training problems; checks the mentor step ran and prints
     /// both side by side (TRL venv pinned and hash-checked, created on first use).
     Trl {
+        /// A tiny random model, one step per arm and credit mode, one process: the check to run
+        /// before touching the trainer (under 3 minutes once the venvs exist).
+        #[arg(long)]
+        quick: bool,
+        /// Which end of the supported TRL range: `newest` (1.16, the default), `oldest` (1.15) or
+        /// `both`. trl 1.15.0's GRPOTrainer launches its triton log-prob kernel whatever the
+        /// device, so `oldest` fails on a machine without a GPU that triton drives.
+        #[arg(long, default_value = "newest", value_parser = ["both", "newest", "oldest"])]
+        trl: String,
         /// Extra arguments for `crates/mentor-python/bench/trl_mentor.py` (after `--`), e.g.
         /// `-- --steps 3 --credit in_context`.
         #[arg(last = true)]
@@ -155,7 +164,9 @@ fn main() {
             };
             rescue::rescue(preset, probe, &args)
         }
-        Command::Trl { args } => assets::setup().and_then(|dir| trl::run_trl(&dir, &args)),
+        Command::Trl { quick, trl, args } => {
+            assets::setup().and_then(|dir| trl::run_trl(&dir, &trl::Which::parse(&trl), quick, &args))
+        }
         Command::Python { bench } => assets::setup().and_then(|dir| python::run_command(&dir, bench)),
     };
     if let Err(e) = result {

@@ -141,6 +141,24 @@ def recorder(logs, step_seconds):
     return Recorder()
 
 
+def tiny_model(gguf):
+    """`--quick`: a two-layer Llama of hidden size 64 with SmolLM2's tokenizer, randomly
+    initialised (the seed is set before): every attempt fails, so every group collapses and
+    the mentor path runs; a step takes seconds."""
+    import transformers
+
+    folder, name = os.path.split(os.path.abspath(gguf))
+    tok = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    config = transformers.LlamaConfig(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+    )
+    return transformers.LlamaForCausalLM(config), tok
+
+
 def run_arm(args, arm, rows):
     import datasets
     import torch
@@ -148,7 +166,7 @@ def run_arm(args, arm, rows):
     from mentor_rl.trl import Intervention, MentorGRPOTrainer, math_reward
 
     torch.manual_seed(args.seed)
-    model, tok = load_gguf(args.gguf)
+    model, tok = tiny_model(args.gguf) if args.quick else load_gguf(args.gguf)
     ds = datasets.Dataset.from_list(rows)
     cfg = arm_config(args, arm)
     logs = []
@@ -241,7 +259,7 @@ def run_ddp(args, rows):
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     torch.manual_seed(args.seed)
-    model, tok = load_gguf(args.gguf)
+    model, tok = tiny_model(args.gguf) if args.quick else load_gguf(args.gguf)
     cfg = arm_config(args, f"ddp{rank}")
     logs, step_seconds = [], []
     mentor = Counting(mentor_rl.Mentor("rules"), decline=rank != 0)
@@ -325,7 +343,11 @@ def main():
     ap.add_argument("--math-verify-site", help="site-packages of the Math-Verify venv: also time it as a reward")
     ap.add_argument("--processes", type=int, default=1,
                     help="> 1: the multi-process check instead (that many CPU processes, threads split among them)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a tiny random model (SmolLM2's tokenizer), one step per arm and credit mode, 16 new tokens")
     args = ap.parse_args()
+    if args.quick:
+        args.steps, args.new_tokens = 1, min(args.new_tokens, 16)
     if args.processes > 1 and "LOCAL_RANK" not in os.environ:
         import subprocess
 
@@ -370,7 +392,8 @@ def main():
 
     vanilla, mentor = arms
     lines = [
-        "| | vanilla (mentor=None) | MENTOR (rules, credit=%s) |" % args.credit,
+        "| trl %s, transformers %s%s | vanilla (mentor=None) | MENTOR (rules, credit=%s) |"
+        % (trl.__version__, transformers.__version__, ", quick (tiny random model)" if args.quick else "", args.credit),
         "|---|---|---|",
         "| interventions | %d | %d |" % (vanilla["interventions"], mentor["interventions"]),
         "| rescued groups | %d | %d |" % (vanilla["rescued"], mentor["rescued"]),
