@@ -9,6 +9,10 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+/// The name of every command's summary file: a training run's, a rescue's and a report's
+/// (`mentor demo`'s `report/summary.json`).
+pub const SUMMARY_FILE: &str = "summary.json";
+
 /// An append-only JSONL file.
 pub struct JsonlWriter {
     path: PathBuf,

@@ -342,7 +342,7 @@ pub fn run(args: &DemoArgs, threads: Option<usize>, kernels: Option<KernelPath>)
     let report_dir = out.join("report");
     let summary =
         write_report(&runs, &report_dir, "MENTOR demo: zero-reward collapse after a difficulty jump")?;
-    let summary_json = report_dir.join(crate::report::SUMMARY_JSON);
+    let summary_json = report_dir.join(crate::jsonl::SUMMARY_FILE);
     crate::jsonl::write_json(&summary_json, &summary.paired)?;
     let secs = started.elapsed().as_secs_f64();
     print_table(&summary);

@@ -24,9 +24,7 @@ use std::path::{Path, PathBuf};
 pub use hints::{hint_tables, ArmHints, HintCell, HintExample, EXAMPLES_PER_CELL, NO_DIAGNOSIS};
 pub use load::{load_run, load_runs_under, RunData};
 pub use markdown::text_cell;
-pub use paired::{
-    paired_summary, ArmInterval, Bootstrap, PairedDifference, PairedSummary, RunOutcome, SUMMARY_JSON,
-};
+pub use paired::{paired_summary, ArmInterval, Bootstrap, PairedDifference, PairedSummary, RunOutcome};
 pub use plot::{arm_color, SMOOTH_WINDOW};
 pub use stats::{
     aggregate, arm_order, arm_table, post_jump_mean, run_stats, Agg, ArmRow, FinalEval, RunStats, StepMetric,
@@ -80,7 +78,7 @@ pub struct ReportSummary {
     /// The hint tables of the arms that recorded interventions (same as the report's).
     pub hints: Vec<ArmHints>,
     /// The paired comparison of final accuracy (the report's paired section; what
-    /// `mentor demo` writes as [`SUMMARY_JSON`]), with the default [`Bootstrap`].
+    /// `mentor demo` writes as [`crate::jsonl::SUMMARY_FILE`]), with the default [`Bootstrap`].
     pub paired: PairedSummary,
 }
 
@@ -101,19 +99,19 @@ pub fn write_report(runs: &[RunData], out_dir: &Path, title: &str) -> Result<Rep
     let mut links = Vec::new();
     for chart in plot::all_charts(&ordered) {
         let path = out_dir.join(&chart.file_name);
-        write_atomic(&path, plot::render_svg(&chart)?.as_bytes())?;
+        write_file(&path, plot::render_svg(&chart)?.as_bytes())?;
         links.push(markdown::PlotLink { file_name: chart.file_name.clone(), caption: chart.title.clone() });
         plots.push(path);
     }
     let markdown_path = out_dir.join(REPORT_FILE);
     let text = markdown::render(title, &per_run, &table, &paired, &hints, &links);
-    write_atomic(&markdown_path, text.as_bytes())?;
+    write_file(&markdown_path, text.as_bytes())?;
     Ok(ReportSummary { markdown: markdown_path, plots, runs: runs.len(), table, hints, paired })
 }
 
 /// Writes `bytes` to `path` atomically ([`crate::jsonl::write_atomic`]: a temp file in the
 /// same directory, fsync, rename), with the report's error type.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     crate::jsonl::write_atomic(path, bytes).map_err(|e| match e {
         crate::Error::Io { path, source } => ReportError::Io { path, source },
         other => {
@@ -254,7 +252,7 @@ mod tests {
         assert!(md.contains("| 0 | 0.400 | 0.600 | 0.500 |\n| 1 | 0.300 | 0.700 | – |\n"), "{md}");
         assert!(md.contains("| odd | 1 | -0.100 [–] |"), "{md}");
         // What `mentor demo` writes beside the report.
-        let path = out.join(SUMMARY_JSON);
+        let path = out.join(crate::jsonl::SUMMARY_FILE);
         crate::jsonl::write_json(&path, p).unwrap();
         let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(json["runs"].as_array().unwrap().len(), 5);
@@ -375,11 +373,11 @@ mod tests {
     fn write_atomic_replaces_and_leaves_no_temp() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.txt");
-        write_atomic(&path, b"one").unwrap();
-        write_atomic(&path, b"two").unwrap();
+        write_file(&path, b"one").unwrap();
+        write_file(&path, b"two").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "two");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
         let missing_dir = dir.path().join("nope/b.txt");
-        assert!(matches!(write_atomic(&missing_dir, b"x"), Err(ReportError::Io { .. })));
+        assert!(matches!(write_file(&missing_dir, b"x"), Err(ReportError::Io { .. })));
     }
 }

@@ -31,9 +31,6 @@ use super::stats::{arm_order, FinalEval, RunStats};
 use crate::config::Arm;
 use crate::rescue::stats::{quantile, resamples};
 
-/// File name of the JSON summary `mentor demo` writes beside `report.md`.
-pub const SUMMARY_JSON: &str = "summary.json";
-
 /// Default number of bootstrap resamples.
 pub const RESAMPLES: usize = 2000;
 

@@ -37,7 +37,7 @@ use mentor_integration::Credit;
 use mentor_policy::Sampler;
 
 pub use config::{RescueArm, RescueSection};
-pub use records::{ArmSummary, BaseLine, CategoryArm, CategorySummary, InterventionLine, Summary};
+pub use records::{ArmSummary, BaseLine, CategoryArm, CategorySummary, RescueLine, RescueSummary};
 
 use self::arms::{ask, ask_all, ArmRow, Asked, Mentors};
 use self::sampling::{PairedSampler, Request, Scored, BASE_STREAM, HINTED_STREAM};
@@ -132,7 +132,7 @@ fn note(bar: &ProgressBar, line: &str) {
 /// Runs the measurement a config describes (`[rescue]` with the run's model, data, sampling,
 /// hint format, credit and mentor settings) and writes its files to `run.output_dir`.
 /// `code` is the code verifier (for code tasks).
-pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
+pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSummary> {
     let t0 = Instant::now();
     let r = &cfg.rescue;
     r.validate().map_err(|message| Error::Config { file: "[rescue]".into(), message })?;
@@ -463,7 +463,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
     }
 
     // 7. Files and the summary.
-    let lines: Vec<InterventionLine> = rows
+    let lines: Vec<RescueLine> = rows
         .iter()
         .enumerate()
         .flat_map(|(k, row)| {
@@ -475,7 +475,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<Summary> {
     let seed = mix(&[cfg.run.seed, 0xb007]);
     let arms = summarize(&rows, &cells, &(0..problems.len()).collect::<Vec<_>>(), r.bootstrap, seed);
     let by_category = by_category(&rows, &cells, &problems, r.bootstrap, seed);
-    let summary = Summary {
+    let summary = RescueSummary {
         collapsed: problems.len(),
         base_pass_rate,
         arms,
@@ -683,8 +683,8 @@ fn sample_round(
     Ok(())
 }
 
-fn intervention_line(row: &ArmRow, prob: &Problem<'_>, cell: &Cell) -> InterventionLine {
-    InterventionLine {
+fn intervention_line(row: &ArmRow, prob: &Problem<'_>, cell: &Cell) -> RescueLine {
+    RescueLine {
         problem: prob.task.id.clone(),
         index: prob.index,
         arm: row.name().to_string(),

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::records::{InterventionLine, Summary, RESCUE_FILE, SUMMARY_FILE};
+use super::records::{RescueLine, RescueSummary, RESCUE_FILE, SUMMARY_FILE};
 use super::report::label;
 use super::stats;
 use crate::error::{Error, Result};
@@ -81,16 +81,16 @@ pub struct Pooled {
     /// The arm rows, in the first seed's order.
     pub arms: Vec<PooledArm>,
     /// Each seed's summary.
-    pub per_seed: Vec<Summary>,
+    pub per_seed: Vec<RescueSummary>,
 }
 
-fn read_summary(dir: &Path) -> Result<Summary> {
+fn read_summary(dir: &Path) -> Result<RescueSummary> {
     let path = dir.join(SUMMARY_FILE);
     let text = std::fs::read_to_string(&path).map_err(Error::io(&path))?;
     serde_json::from_str(&text).map_err(|e| Error::Jsonl { path, line: e.line(), message: e.to_string() })
 }
 
-fn read_lines(dir: &Path) -> Result<Vec<InterventionLine>> {
+fn read_lines(dir: &Path) -> Result<Vec<RescueLine>> {
     let path = dir.join(RESCUE_FILE);
     let text = std::fs::read_to_string(&path).map_err(Error::io(&path))?;
     text.lines()
@@ -275,8 +275,8 @@ mod tests {
     use super::*;
     use crate::rescue::records::{ArmSummary, Regime};
 
-    fn line(arm: &str, level: Option<u8>, index: u64, rescued: bool, excluded: bool) -> InterventionLine {
-        InterventionLine {
+    fn line(arm: &str, level: Option<u8>, index: u64, rescued: bool, excluded: bool) -> RescueLine {
+        RescueLine {
             problem: format!("p{index}"),
             index,
             arm: arm.into(),
@@ -298,7 +298,7 @@ mod tests {
         }
     }
 
-    fn summary(arms: &[(&str, Option<u8>)]) -> Summary {
+    fn summary(arms: &[(&str, Option<u8>)]) -> RescueSummary {
         let arm = |(name, level): &(&str, Option<u8>)| ArmSummary {
             arm: name.to_string(),
             level: *level,
@@ -322,7 +322,7 @@ mod tests {
             hint_tokens: None,
             mentor_seconds: None,
         };
-        Summary {
+        RescueSummary {
             collapsed: 3,
             base_pass_rate: 0.25,
             arms: arms.iter().map(arm).collect(),
@@ -347,7 +347,7 @@ mod tests {
         }
     }
 
-    fn write(dir: &Path, seed: u64, lines: &[InterventionLine], arms: &[(&str, Option<u8>)]) {
+    fn write(dir: &Path, seed: u64, lines: &[RescueLine], arms: &[(&str, Option<u8>)]) {
         let d = seed_dir(dir, seed);
         std::fs::create_dir_all(&d).unwrap();
         crate::jsonl::write_lines(&d.join(RESCUE_FILE), lines).unwrap();
@@ -379,7 +379,7 @@ mod tests {
             &arms,
         );
         // Seed 1 (the same problem numbers: other units): nothing rescued.
-        let quiet: Vec<InterventionLine> =
+        let quiet: Vec<RescueLine> =
             arms.iter().flat_map(|(a, l)| (0..3).map(move |i| line(a, *l, i, false, false))).collect();
         write(dir.path(), 1, &quiet, &arms);
         // A seed without its summary is not finished.

@@ -11,7 +11,7 @@ pub const BASE_FILE: &str = "base.jsonl";
 /// One line per intervention.
 pub const RESCUE_FILE: &str = "rescue.jsonl";
 /// The summary.
-pub const SUMMARY_FILE: &str = "summary.json";
+pub use crate::jsonl::SUMMARY_FILE;
 /// The Markdown report.
 pub const REPORT_FILE: &str = "report.md";
 /// The bar chart of rescue rates.
@@ -34,7 +34,7 @@ pub struct BaseLine {
 
 /// One intervention: an arm on a collapsed problem (a line of `rescue.jsonl`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InterventionLine {
+pub struct RescueLine {
     /// The task id.
     pub problem: String,
     /// The problem's number in the run's task order.
@@ -198,7 +198,7 @@ pub struct Regime {
 
 /// The summary of a measurement (`summary.json`; `mentor rescue --json` prints it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
+pub struct RescueSummary {
     /// Problems whose G unhinted attempts all failed: the problems every arm is measured on.
     pub collapsed: usize,
     /// Passed unhinted attempts of all unhinted attempts.

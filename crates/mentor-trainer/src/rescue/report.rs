@@ -4,7 +4,7 @@
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
-use super::records::{ArmSummary, Summary, CHART_FILE, RESCUE_FILE};
+use super::records::{ArmSummary, RescueSummary, CHART_FILE, RESCUE_FILE};
 
 /// `mentor L2`, `mentor esc`, `retry`.
 pub fn label(arm: &str, level: Option<u8>) -> String {
@@ -74,7 +74,7 @@ const HEADER: [&str; 14] = [
 ];
 
 /// The arms table as aligned plain text.
-pub fn table(s: &Summary) -> String {
+pub fn table(s: &RescueSummary) -> String {
     let rows: Vec<Vec<String>> = std::iter::once(HEADER.iter().map(|h| h.to_string()).collect())
         .chain(s.arms.iter().map(|a| cells(a, s.collapsed)))
         .collect();
@@ -98,7 +98,7 @@ fn md_table(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String 
 }
 
 /// `report.md`.
-pub fn markdown(s: &Summary) -> String {
+pub fn markdown(s: &RescueSummary) -> String {
     let mut out = String::from("# Rescue measurement\n\n");
     out.push_str(&format!(
         "Learner `{}` on `{}` (stratum: {}; prompt: {}): {} problems sampled without hints, G = {} attempts each at temperature {}, \
@@ -199,7 +199,7 @@ fn color(arm: &str) -> RGBColor {
 }
 
 /// `rescue.svg`: one bar per arm row (rescue rate) with its Wilson 95% interval.
-pub fn chart_svg(s: &Summary) -> Result<String, String> {
+pub fn chart_svg(s: &RescueSummary) -> Result<String, String> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
     let labels: Vec<String> = s.arms.iter().map(|a| label(&a.arm, a.level)).collect();
     let n = labels.len().max(1) as i32;
@@ -298,8 +298,8 @@ mod tests {
         }
     }
 
-    fn summary() -> Summary {
-        Summary {
+    fn summary() -> RescueSummary {
+        RescueSummary {
             collapsed: 10,
             base_pass_rate: 0.05,
             arms: vec![arm("retry", None, 0.1), arm("mentor", Some(2), 0.4), arm("mentor", None, 0.5)],

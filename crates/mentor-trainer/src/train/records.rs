@@ -16,7 +16,7 @@ pub const EVAL_FILE: &str = "eval.jsonl";
 /// The file of a run that says what it is ([`RunInfo`]).
 pub const RUN_FILE: &str = "run.json";
 /// The file a finished (or interrupted) run ends with ([`Summary`]).
-pub const SUMMARY_FILE: &str = "summary.json";
+pub use crate::jsonl::SUMMARY_FILE;
 
 /// One line of `metrics.jsonl`: the step, the strategy plug-in's metrics (zrf,
 /// zero_std_frac, window_zrf, the collapse event, interventions, rescues, guard rejections,
