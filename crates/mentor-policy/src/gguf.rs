@@ -25,7 +25,7 @@ use tokenizers::AddedToken;
 
 use crate::config::{Config, RopeScaling, TokenIds};
 use crate::error::{Error, Result};
-use crate::source::ModelFiles;
+use crate::model_files::ModelFiles;
 use crate::tokenizer::{SpecialTokens, Tokenizer};
 
 struct Meta<'a> {

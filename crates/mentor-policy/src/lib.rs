@@ -47,6 +47,7 @@ mod lanes;
 mod logprobs;
 mod matmul;
 mod model;
+mod model_files;
 mod paths;
 mod policy;
 mod sampling;

@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use serde::Deserialize;
 
 use crate::config::{Config, TokenIds};
@@ -76,18 +76,7 @@ impl HubOptions {
     }
 }
 
-/// What loading a model yields, before it becomes a [`crate::Policy`].
-#[derive(Debug)]
-pub struct ModelFiles {
-    /// The configuration.
-    pub config: Config,
-    /// Weights under HF names, in the requested dtype and device.
-    pub weights: HashMap<String, Tensor>,
-    /// The tokenizer.
-    pub tokenizer: Tokenizer,
-    /// The chat template text, when the model has one.
-    pub chat_template: Option<String>,
-}
+pub use crate::model_files::ModelFiles;
 
 /// Fetches files of one model, by name.
 trait Fetch {

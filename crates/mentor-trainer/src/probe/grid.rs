@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::strata::{PromptStyle, Source};
-use crate::rescue::stats::wilson;
+use crate::stats::wilson;
 
 /// The regime a preset should run at: unhinted pass@1 in `[LOW, HIGH]`.
 pub const LOW: f64 = 0.10;

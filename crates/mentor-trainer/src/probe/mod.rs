@@ -384,7 +384,7 @@ pub fn run(
     std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
     let policy = crate::policy::build(&cfg.model, cfg.run.seed)?;
     let verifier = crate::verify::DomainVerifier::new(code);
-    let bar = crate::rescue::progress_bar(cfg.run.progress, "probe");
+    let bar = crate::progress::bar(cfg.run.progress, "probe");
     let Grid { cells, rounds, rows, tokens, budget_hit } =
         probe(&policy, &verifier, &strata, opts, cfg.run.seed, &bar)?;
     bar.finish_and_clear();

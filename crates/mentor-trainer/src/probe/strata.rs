@@ -37,25 +37,7 @@ pub struct Stratum {
     pub examples: Vec<Task>,
 }
 
-/// How the learner is prompted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PromptStyle {
-    /// The task's prompt as the run builds it (the config's system prompt and the problem).
-    System,
-    /// The same with two worked examples in the chat before the problem.
-    FewShot,
-}
-
-impl PromptStyle {
-    /// The name in tables, configs and JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            PromptStyle::System => "system",
-            PromptStyle::FewShot => "few_shot",
-        }
-    }
-}
+pub use crate::config::PromptStyle;
 
 /// Calculator steps (`<<…>>`) in a math task's reference solution (0 without one).
 pub fn gsm8k_steps(task: &Task) -> usize {

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use super::markdown::{num, MISSING};
 use super::stats::{arm_order, FinalEval, RunStats};
 use crate::config::Arm;
-use crate::rescue::stats::{quantile, resamples};
+use crate::stats::{quantile, resamples};
 
 /// Default number of bootstrap resamples.
 pub const RESAMPLES: usize = 2000;

@@ -9,7 +9,7 @@ use mentor_core::{Attempt, Diagnosis, GuardRejection, Hint, HintLevel, Mentor, M
 use mentor_integration::Strategy;
 use mentor_policy::Policy;
 
-use super::config::RescueArm;
+use crate::config::RescueArm;
 use crate::config::{Arm, Backend, TrainConfig};
 use crate::error::{Error, Result};
 use mentor_verify_math::MathEquivalence;

@@ -16,14 +16,12 @@
 //! training on rescued groups raises unhinted accuracy is what `mentor train` measures.
 
 pub(crate) mod arms;
-pub(crate) mod config;
 pub(crate) mod leaks;
 pub(crate) mod pooled;
 pub(crate) mod records;
 pub(crate) mod reliance;
 pub(crate) mod report;
 pub(crate) mod sampling;
-pub(crate) mod stats;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -36,7 +34,7 @@ use mentor_core::{
 use mentor_integration::Credit;
 use mentor_policy::Sampler;
 
-pub use config::{RescueArm, RescueSection};
+pub use crate::config::{RescueArm, RescueSection};
 pub use records::{ArmSummary, BaseLine, CategoryArm, CategorySummary, RescueLine, RescueSummary};
 
 use self::arms::{ask, ask_all, ArmRow, Asked, Mentors};
@@ -44,6 +42,7 @@ use self::sampling::{PairedSampler, Request, Scored, BASE_STREAM, HINTED_STREAM}
 use crate::config::TrainConfig;
 use crate::error::{Error, Result};
 use crate::seed::mix;
+use crate::stats;
 use crate::train::{load_tasks, Tasks};
 
 /// A collapsed problem.
@@ -105,21 +104,6 @@ fn any_passed<'a>(verdicts: impl IntoIterator<Item = &'a mentor_core::Verdict>) 
     !mentor_integration::is_collapsed(verdicts.into_iter().map(mentor_core::Verdict::passed))
 }
 
-/// Progress of a measurement (`rescue`, `probe`): the phase and the rows generated.
-pub(crate) fn progress_bar(visible: bool, name: &str) -> ProgressBar {
-    use indicatif::{ProgressDrawTarget, ProgressStyle};
-    let target = if visible { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
-    let pb = ProgressBar::with_draw_target(Some(0), target);
-    pb.set_style(
-        ProgressStyle::with_template(&format!(
-            "{name} {{msg}} [{{bar:30}}] {{pos}}/{{len}} rows {{elapsed_precise}} eta {{eta}}"
-        ))
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    pb
-}
-
 /// A line above the bar (or plainly on stderr when the bar is hidden).
 fn note(bar: &ProgressBar, line: &str) {
     if bar.is_hidden() {
@@ -163,7 +147,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
     };
     let mut sampler =
         PairedSampler::new(&policy, sampler_cfg, cfg.sampling.max_new_tokens, cfg.run.seed, r.batch_rows);
-    let bar = progress_bar(cfg.run.progress, "rescue");
+    let bar = crate::progress::bar(cfg.run.progress, "rescue");
 
     // 1. The unhinted attempts, a batch of problems at a time, until enough have collapsed.
     let t_base = Instant::now();

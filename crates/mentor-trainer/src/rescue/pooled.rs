@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::records::{RescueLine, RescueSummary, RESCUE_FILE, SUMMARY_FILE};
 use super::report::label;
-use super::stats;
 use crate::error::{Error, Result};
+use crate::stats;
 
 /// The pooled JSON, in the measurement's directory.
 pub const POOLED_JSON: &str = "pooled.json";

@@ -43,7 +43,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Args;
 use mentor_policy::{HubOptions, LoadOptions, ModelSource, Policy};
 use serde_json::json;
 
@@ -65,47 +64,7 @@ const STACK: usize = 8 << 20;
 /// Most connections past `--max-connections` answered 503 at once (the rest are closed).
 const MAX_REJECTING: usize = 16;
 
-/// Arguments of `mentor serve`.
-#[derive(Args)]
-pub struct ServeArgs {
-    /// Hub repo id (`org/name[@revision]`), a local model directory, or a `.gguf` file.
-    #[arg(long)]
-    pub model: String,
-    /// Address to bind.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// Port to bind; 0 picks a free one. The bound address is printed on stderr as
-    /// `listening on http://ADDR`.
-    #[arg(long, default_value_t = 8080)]
-    pub port: u16,
-    /// Model id listed by `/v1/models` and echoed in replies (default: from `--model`).
-    #[arg(long)]
-    pub model_id: Option<String>,
-    /// `max_tokens` for requests that give none.
-    #[arg(long, default_value_t = 256)]
-    pub default_max_tokens: usize,
-    /// Upper bound on `max_tokens` (larger requests are clamped).
-    #[arg(long, default_value_t = 2048)]
-    pub max_tokens_cap: usize,
-    /// Chat completions generating at once (they share the `--threads` tensor threads).
-    #[arg(long, default_value_t = 2)]
-    pub max_concurrency: usize,
-    /// Chat completions waiting for a generation slot; past that, 503.
-    #[arg(long, default_value_t = 16)]
-    pub max_queue: usize,
-    /// Connections open at once (reading, waiting, generating or answering); past that a new
-    /// connection gets 503. Must exceed `--max-concurrency` + `--max-queue`.
-    #[arg(long, default_value_t = 64)]
-    pub max_connections: usize,
-    /// Seconds a client has to send its whole request (line, headers and body) after
-    /// connecting; past that, 408. Also the limit on each write of a reply.
-    #[arg(long, default_value_t = 30.0)]
-    pub read_timeout_s: f64,
-    /// Seconds from connecting to the reply: a request still waiting or generating then is
-    /// stopped and gets 504.
-    #[arg(long, default_value_t = 300.0)]
-    pub request_timeout_s: f64,
-}
+pub use crate::cli::ServeArgs;
 
 /// The server's bounds, from the flags.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,6 +9,10 @@ use mentor_grpo::GrpoConfig;
 use mentor_integration::{InterventionConfig, MonitorConfig};
 use serde::{Deserialize, Serialize};
 
+mod rescue;
+
+pub use rescue::{PromptStyle, RescueArm, RescueSection};
+
 use crate::curriculum::{Operands, Phase, Problem, Tens, MAX_LEVEL};
 use crate::error::{Error, Result};
 
@@ -42,8 +46,8 @@ pub struct TrainConfig {
     pub eval: EvalSection,
     /// What `mentor rescue` measures (ignored by training; left out of a run's `config.toml`
     /// when it has its defaults).
-    #[serde(skip_serializing_if = "crate::rescue::RescueSection::is_default")]
-    pub rescue: crate::rescue::RescueSection,
+    #[serde(skip_serializing_if = "RescueSection::is_default")]
+    pub rescue: RescueSection,
 }
 
 /// `[run]`.
@@ -749,13 +753,13 @@ impl Default for EvalSection {
 
 /// The presets shipped with the binary: `(name, TOML)`.
 pub const PRESETS: &[(&str, &str)] = &[
-    ("demo", include_str!("../configs/demo.toml")),
-    ("gsm8k-smollm2", include_str!("../configs/gsm8k-smollm2.toml")),
-    ("mbpp-smollm2", include_str!("../configs/mbpp-smollm2.toml")),
-    ("math500-eval", include_str!("../configs/math500-eval.toml")),
-    ("rescue-gsm8k-smollm2", include_str!("../configs/rescue-gsm8k-smollm2.toml")),
-    ("rescue-mbpp-smollm2", include_str!("../configs/rescue-mbpp-smollm2.toml")),
-    ("rescue-arith-smollm2", include_str!("../configs/rescue-arith-smollm2.toml")),
+    ("demo", include_str!("../../configs/demo.toml")),
+    ("gsm8k-smollm2", include_str!("../../configs/gsm8k-smollm2.toml")),
+    ("mbpp-smollm2", include_str!("../../configs/mbpp-smollm2.toml")),
+    ("math500-eval", include_str!("../../configs/math500-eval.toml")),
+    ("rescue-gsm8k-smollm2", include_str!("../../configs/rescue-gsm8k-smollm2.toml")),
+    ("rescue-mbpp-smollm2", include_str!("../../configs/rescue-mbpp-smollm2.toml")),
+    ("rescue-arith-smollm2", include_str!("../../configs/rescue-arith-smollm2.toml")),
 ];
 
 impl TrainConfig {

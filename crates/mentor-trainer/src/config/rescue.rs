@@ -2,6 +2,26 @@
 
 use serde::{Deserialize, Serialize};
 
+/// How the learner is prompted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptStyle {
+    /// The task's prompt as the run builds it (the config's system prompt and the problem).
+    System,
+    /// The same with two worked examples in the chat before the problem.
+    FewShot,
+}
+
+impl PromptStyle {
+    /// The name in tables, configs and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            PromptStyle::System => "system",
+            PromptStyle::FewShot => "few_shot",
+        }
+    }
+}
+
 /// An arm of the rescue measurement: what the learner is shown before its second try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -91,7 +111,7 @@ pub struct RescueSection {
     pub stratum: String,
     /// The prompt style of every attempt: `system` (the run's prompt) or `few_shot` (two
     /// worked examples first, as `mentor probe` builds them).
-    pub prompt: crate::probe::strata::PromptStyle,
+    pub prompt: PromptStyle,
     /// The hint levels the diagnosing arms are measured at, one arm row each.
     pub levels: Vec<u8>,
     /// Also measure the diagnosing arms with escalation (level 1, then 2, then 3 while every
@@ -118,7 +138,7 @@ impl Default for RescueSection {
             unhinted_samples: 0,
             hinted_samples: 0,
             stratum: String::new(),
-            prompt: crate::probe::strata::PromptStyle::System,
+            prompt: PromptStyle::System,
             levels: vec![1, 2, 3],
             escalate: true,
             batch_rows: 128,

@@ -1,6 +1,7 @@
-//! The statistics of a rescue measurement: Wilson intervals for rates, and paired bootstrap
-//! intervals (problems resampled with replacement, the same resamples for every arm) for
-//! differences between arms measured on the same problems.
+//! The crate's interval statistics, for every measurement (`rescue`, `probe`, the report's
+//! paired comparison): Wilson intervals for rates, and paired bootstrap intervals (problems
+//! resampled with replacement, the same resamples for every arm) for differences between arms
+//! measured on the same problems.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
