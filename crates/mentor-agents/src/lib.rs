@@ -32,6 +32,7 @@ mod guard;
 pub mod llm;
 mod mentor;
 mod prompts;
+pub mod random_prefix;
 mod rewrite;
 pub mod rules;
 

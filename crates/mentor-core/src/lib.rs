@@ -32,6 +32,7 @@ mod input_lines;
 mod mentor;
 pub mod number_words;
 pub mod numbers;
+pub mod seed;
 mod task;
 mod verdict;
 mod verifier;

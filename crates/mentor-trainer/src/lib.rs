@@ -28,7 +28,6 @@ pub mod policy;
 pub mod pretrain;
 pub mod probe;
 mod progress;
-pub mod random_prefix;
 pub mod report;
 pub mod rescue;
 pub mod rollout;

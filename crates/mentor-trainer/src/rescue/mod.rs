@@ -6,7 +6,7 @@
 //! collapsed set. For every collapsed problem each arm ([`RescueArm`]) produces its
 //! intervention — nothing (`retry`), a static hint, a refinement prompt, the `rules` mentor's
 //! hint at each level and with escalation, the random-cut control of level 3
-//! ([`crate::random_prefix`]), an `llm`/`local` mentor — and the learner samples G second attempts,
+//! ([`mentor_agents::random_prefix`]), an `llm`/`local` mentor — and the learner samples G second attempts,
 //! row `g` of problem `p` seeded by `(seed, p, g)` whatever the arm
 //! (`sampling::PairedSampler`): arms differ only by what they show, so their rescue rates
 //! are compared problem by problem (`stats`). Every accepted hint is checked for leaks on
@@ -276,7 +276,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
                 RescueArm::RandomPrefix => {
                     let l3 = cached(&mut asked, &mentors, RescueArm::Mentor, p, 3, prob)?;
                     let control = l3.hint.as_ref().and_then(|h| {
-                        crate::random_prefix::size_matched(prob.task, h, &tokens, &mentors.guard)
+                        mentor_agents::random_prefix::size_matched(prob.task, h, &tokens, &mentors.guard)
                     });
                     match control {
                         Some(c) => {

@@ -106,7 +106,7 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
         Arm::StaticHints => {
             plain(intervene(Box::new(StaticHints::with_prompts(prompts(cfg)?, cfg.run.seed))))
         }
-        Arm::RandomPrefix => plain(intervene(Box::new(crate::random_prefix::RandomPrefix::new(
+        Arm::RandomPrefix => plain(intervene(Box::new(mentor_agents::random_prefix::RandomPrefix::new(
             Box::new(AgentMentor::rules_with(prompts(cfg)?, guard())),
             guard(),
             cfg.run.seed,

@@ -7,8 +7,8 @@
 //! of one hint for `mentor rescue`; [`RandomPrefix`] is the training arm `random_prefix`, a
 //! mentor whose every level-3 hint is replaced by its [`size_matched_random`] twin.
 
-use mentor_agents::rules::reference_steps;
-use mentor_agents::{Guard, GuardOutcome};
+use crate::rules::reference_steps;
+use crate::{Guard, GuardOutcome};
 use mentor_core::{GuardRejection, Hint, Intervention, Mentor, MentorError, MentorRequest, Payload, Task};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -165,10 +165,10 @@ impl Mentor for RandomPrefix {
     fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
         let mut out = self.inner.intervene(request)?;
         if let Some(hint) = out.hint.take() {
-            let seed = crate::seed::mix(&[
+            let seed = mentor_core::seed::mix(&[
                 self.seed,
                 0x0c04_7501,
-                crate::seed::str_key(&request.task.id),
+                mentor_core::seed::str_key(&request.task.id),
                 request.previous_hints.len() as u64,
             ]);
             let c = size_matched_random(request.task, &hint, seed, &self.guard);
@@ -181,7 +181,7 @@ impl Mentor for RandomPrefix {
 
 #[cfg(test)]
 mod tests {
-    use mentor_agents::GuardConfig;
+    use crate::GuardConfig;
     use mentor_core::{HintLevel, HintSource, MathPayload};
 
     use super::*;
