@@ -34,10 +34,6 @@ fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
-}
-
 impl Mentor for StaticHints {
     fn name(&self) -> &str {
         "static"
@@ -45,7 +41,11 @@ impl Mentor for StaticHints {
 
     fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
         let pool = self.prompts.static_hints(request.task.domain());
-        let r = splitmix(self.seed ^ fnv(&request.task.id) ^ (request.previous_hints.len() as u64) << 32);
+        let r = splitmix(
+            self.seed
+                ^ mentor_core::seed::str_key(&request.task.id)
+                ^ (request.previous_hints.len() as u64) << 32,
+        );
         let mut i = (r % pool.len() as u64) as usize;
         // Prefer a hint not tried yet on this group.
         for _ in 0..pool.len() {

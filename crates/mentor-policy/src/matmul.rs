@@ -117,10 +117,17 @@ fn transposed(t: &Tensor) -> candle_core::Result<Tensor> {
         return t.transpose(r.saturating_sub(2), r.saturating_sub(1))?.contiguous();
     }
     let (rows, cols) = (dims[r - 2], dims[r - 1]);
-    let src: Vec<f32> = t.flatten_all()?.to_vec1()?;
+    // Read in place (no copy out of the tensor first): the storage of a contiguous `t`.
+    let t = t.contiguous()?;
+    let (storage, layout) = t.storage_and_layout();
+    let candle_core::Storage::Cpu(cpu) = &*storage else {
+        bail!("transposed: a CPU tensor has no CPU storage")
+    };
+    let src = contiguous::<f32>(cpu, layout, "transposed")?;
     let mut dst = vec![0f32; src.len()];
     const B: usize = 16;
-    for (s, d) in src.chunks(rows * cols).zip(dst.chunks_mut(rows * cols)) {
+    let plane = (rows * cols).max(1);
+    for (s, d) in src.chunks(plane).zip(dst.chunks_mut(plane)) {
         for i0 in (0..rows).step_by(B) {
             for j0 in (0..cols).step_by(B) {
                 for i in i0..(i0 + B).min(rows) {
@@ -131,6 +138,7 @@ fn transposed(t: &Tensor) -> candle_core::Result<Tensor> {
             }
         }
     }
+    drop(storage);
     let mut out = dims.to_vec();
     out.swap(r - 2, r - 1);
     Tensor::from_vec(dst, out, t.device())

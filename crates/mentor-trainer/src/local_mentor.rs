@@ -125,7 +125,7 @@ impl PolicyChat {
         self
     }
 
-    /// Model calls made so far (each takes one batch, or one chunk of `max_rows` of it).
+    /// Model calls made so far (each takes one batch, or one chunk of it of at most `max_rows` rows and `max_prompt_tokens` prompt tokens).
     pub fn model_calls(&self) -> usize {
         self.calls.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -156,7 +156,7 @@ impl PolicyChat {
         crate::seed::mix(&[self.config.seed, crate::seed::ids_key(prompt)])
     }
 
-    /// Generates the replies of `prompts`, at most `max_rows` per model call.
+    /// Generates the replies of `prompts`, at most `max_rows` rows and `max_prompt_tokens` prompt tokens per model call.
     fn generate(&self, prompts: &[Vec<u32>]) -> Vec<std::result::Result<String, String>> {
         let cfg = self.settings();
         let mut out = Vec::with_capacity(prompts.len());
@@ -201,14 +201,14 @@ impl PolicyChat {
                 return reply;
             }
             if !b.busy && !b.queue.is_empty() && b.queue.len() >= b.clients {
-                let queue = std::mem::take(&mut b.queue);
+                let (tickets, prompts): (Vec<u64>, Vec<Vec<u32>>) =
+                    std::mem::take(&mut b.queue).into_iter().unzip();
                 b.busy = true;
                 drop(b);
-                let prompts: Vec<Vec<u32>> = queue.iter().map(|(_, p)| p.clone()).collect();
                 let replies = self.generate(&prompts);
                 b = self.lock();
                 b.busy = false;
-                for ((t, _), r) in queue.into_iter().zip(replies) {
+                for (t, r) in tickets.into_iter().zip(replies) {
                     b.replies.insert(t, r);
                 }
                 self.changed.notify_all();

@@ -331,13 +331,13 @@ pub fn run(args: &DemoArgs, threads: Option<usize>, kernels: Option<KernelPath>)
     let warm: Vec<Phase> = schedule[..schedule.len().saturating_sub(1)].to_vec();
     let warm_steps: usize = warm.iter().map(|p| p.steps).sum();
     let total = cfg.total_steps();
-    remove_earlier_runs(&out, &models, &seeds, &args.arms)?;
-    if warm_steps > 0 {
-        let jobs = warmup_jobs(&out, &models, &seeds, &warm, warm_steps);
-        run_jobs(jobs, parallel, child_threads, kernels, &args.config, &base, &mp)?;
-    }
-    let (jobs, dirs) = arm_jobs(&out, &models, &seeds, &args.arms, total, warm_steps);
-    run_jobs(jobs, parallel, child_threads, kernels, &args.config, &base, &mp)?;
+    let warmups =
+        if warm_steps > 0 { warmup_jobs(&out, &models, &seeds, &warm, warm_steps) } else { Vec::new() };
+    let (arms, dirs) = arm_jobs(&out, &models, &seeds, &args.arms, total, warm_steps);
+    remove_earlier_runs(&warmups)?;
+    remove_earlier_runs(&arms)?;
+    run_jobs(warmups, parallel, child_threads, kernels, &args.config, &base, &mp)?;
+    run_jobs(arms, parallel, child_threads, kernels, &args.config, &base, &mp)?;
     let runs = dirs.iter().map(|d| load_run(d)).collect::<std::result::Result<Vec<_>, _>>()?;
     let report_dir = out.join("report");
     let summary =
@@ -380,17 +380,10 @@ fn run_name(what: &str, model: u64, seed: u64) -> String {
     format!("{what}-p{model}-s{seed}")
 }
 
-/// Fresh runs every time: removes earlier warm-ups and arms of these models and seeds.
-fn remove_earlier_runs(out: &Path, models: &[Model], seeds: &[u64], arms: &[Arm]) -> Result<()> {
-    for m in models {
-        for seed in seeds {
-            for name in std::iter::once("warmup").chain(arms.iter().map(|a| a.name())) {
-                let d = out.join(run_name(name, m.seed, *seed));
-                if d.exists() {
-                    std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
-                }
-            }
-        }
+/// Fresh runs every time: removes what earlier demos left in these jobs' directories.
+fn remove_earlier_runs(jobs: &[Job]) -> Result<()> {
+    for d in jobs.iter().map(|j| &j.dir).filter(|d| d.exists()) {
+        std::fs::remove_dir_all(d).with_context(|| format!("removing {}", d.display()))?;
     }
     Ok(())
 }

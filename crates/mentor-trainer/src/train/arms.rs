@@ -117,7 +117,8 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
         }),
         Arm::FullSolutionLearner => plain(Strategy::FullSolution {
             max_groups: cfg.strategy.intervention.max_interventions_per_step,
-            rewrite: Some(rewrite.clone().unwrap_or_else(|| Arc::new(|s: &str| Some(s.to_string())))),
+            // Without a rewrite the references are in the learner's layout already.
+            rewrite: rewrite.clone(),
         }),
         Arm::WrongAnswers => plain(intervene(Box::new(if curriculum {
             WrongAnswers::with_wording(guard(), CURRICULUM_WRONG_ANSWERS)
