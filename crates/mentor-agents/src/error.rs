@@ -42,4 +42,7 @@ pub enum Error {
     /// too long, a tensor error).
     #[error("local backend: {0}")]
     Local(String),
+    /// A [`MentorSession`](crate::MentorSession) was answered after it ended.
+    #[error("mentor session: {0}")]
+    Session(String),
 }

@@ -35,6 +35,7 @@ mod prompts;
 pub mod random_prefix;
 mod rewrite;
 pub mod rules;
+mod session;
 
 pub use agents::{Diagnoser, Tutor};
 pub use baselines::{where_only_text, wrong_answers_text, Refinement, StaticHints, WhereOnly, WrongAnswers};
@@ -43,3 +44,4 @@ pub use guard::{reference_overlap, Guard, GuardConfig, GuardOutcome};
 pub use mentor::AgentMentor;
 pub use prompts::Prompts;
 pub use rewrite::Rewritten;
+pub use session::MentorSession;

@@ -247,46 +247,93 @@ impl<M: ChatModel + ?Sized> LlmDiagnoser<M> {
     }
 
     fn ask(&self, task: &Task, attempts: &[Attempt]) -> Result<Diagnosis> {
-        let ctx = serde_json::json!({
-            "question": task.question(),
-            "reference_solution": task.reference_solution(),
-            "reference_answer": task.reference_answer(),
-            "attempts": attempt_views(attempts),
-        });
-        let user = self.prompts.render("llm.diagnoser_user", &self.prompts.llm.diagnoser_user, &ctx)?;
-        let reply = self
-            .client
-            .chat(&[Message::system(self.prompts.llm.diagnoser_system.as_str()), Message::user(user)])?;
-        let v = first_json_object(&reply)
-            .ok_or_else(|| Error::Llm(format!("no JSON object in reply: {}", snippet(&reply))))?;
-        let category: FailureCategory = serde_json::from_value(v["category"].clone())
-            .map_err(|_| Error::Llm(format!("unknown category {}", v["category"])))?;
-        let evidence = v["evidence"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|e| e.as_str())
-                    .take(5)
-                    .map(|q| Evidence {
-                        attempt: None,
-                        quote: q.to_string(),
-                        note: "quoted by the LLM diagnoser".into(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(Diagnosis {
-            category,
-            shared_mode: v["shared_mode"].as_str().unwrap_or("").to_string(),
-            evidence,
-            first_wrong_step: v["first_wrong_step"].as_u64().and_then(|s| (s as usize).checked_sub(1)),
-            confidence: v["confidence"].as_f64().map(|c| c.clamp(0.0, 1.0) as f32).unwrap_or(0.5),
-        })
+        let reply = self.client.chat(&diagnoser_messages(&self.prompts, task, attempts)?)?;
+        parse_diagnosis(&reply)
     }
 }
 
 fn snippet(s: &str) -> String {
     s.chars().take(120).collect()
+}
+
+/// The diagnoser's conversation about a failed group: the `llm` role prompts (system, then
+/// user) rendered with the task, its reference data and each attempt with its feedback.
+pub fn diagnoser_messages(prompts: &Prompts, task: &Task, attempts: &[Attempt]) -> Result<Vec<Message>> {
+    let ctx = serde_json::json!({
+        "question": task.question(),
+        "reference_solution": task.reference_solution(),
+        "reference_answer": task.reference_answer(),
+        "attempts": attempt_views(attempts),
+    });
+    let user = prompts.render("llm.diagnoser_user", &prompts.llm.diagnoser_user, &ctx)?;
+    Ok(vec![Message::system(prompts.llm.diagnoser_system.as_str()), Message::user(user)])
+}
+
+/// The diagnosis in a diagnoser's reply: its first JSON object, with a known `category`
+/// (required), `shared_mode`, up to five `evidence` quotes, a 1-based `first_wrong_step` and a
+/// `confidence` (clamped to [0, 1]; 0.5 when absent). An error when there is no such object.
+pub fn parse_diagnosis(reply: &str) -> Result<Diagnosis> {
+    let v = first_json_object(reply)
+        .ok_or_else(|| Error::Llm(format!("no JSON object in reply: {}", snippet(reply))))?;
+    let category: FailureCategory = serde_json::from_value(v["category"].clone())
+        .map_err(|_| Error::Llm(format!("unknown category {}", v["category"])))?;
+    let evidence = v["evidence"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e.as_str())
+                .take(5)
+                .map(|q| Evidence {
+                    attempt: None,
+                    quote: q.to_string(),
+                    note: "quoted by the LLM diagnoser".into(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Diagnosis {
+        category,
+        shared_mode: v["shared_mode"].as_str().unwrap_or("").to_string(),
+        evidence,
+        first_wrong_step: v["first_wrong_step"].as_u64().and_then(|s| (s as usize).checked_sub(1)),
+        confidence: v["confidence"].as_f64().map(|c| c.clamp(0.0, 1.0) as f32).unwrap_or(0.5),
+    })
+}
+
+/// The tutor's conversation: the `llm` role prompts rendered with the task, the diagnosis,
+/// the level asked for and the hints already given.
+pub fn tutor_messages(
+    prompts: &Prompts,
+    task: &Task,
+    diagnosis: &Diagnosis,
+    level: HintLevel,
+    previous: &[Hint],
+) -> Result<Vec<Message>> {
+    let ctx = serde_json::json!({
+        "question": task.question(),
+        "reference_solution": task.reference_solution(),
+        "category": crate::prompts::category_key(diagnosis.category),
+        "shared_mode": diagnosis.shared_mode,
+        "evidence": diagnosis.evidence.iter().map(|e| e.quote.as_str()).collect::<Vec<_>>().join(" | "),
+        "level": level.get(),
+        "previous": previous.iter().map(|h| h.text.as_str()).collect::<Vec<_>>().join(" | "),
+    });
+    let user = prompts.render("llm.tutor_user", &prompts.llm.tutor_user, &ctx)?;
+    Ok(vec![Message::system(prompts.llm.tutor_system.as_str()), Message::user(user)])
+}
+
+/// The hint at `level` in a tutor's reply: the non-empty `hint` string of its first JSON
+/// object (trimmed), as the mentor's own hint. An error when there is none. The guard has not
+/// seen it yet.
+pub fn parse_hint(reply: &str, level: HintLevel) -> Result<Hint> {
+    let v = first_json_object(reply)
+        .ok_or_else(|| Error::Llm(format!("no JSON object in reply: {}", snippet(reply))))?;
+    let text = v["hint"]
+        .as_str()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| Error::Llm("reply has no `hint`".into()))?;
+    Ok(Hint { level, text: text.to_string(), solution_prefix: None, source: HintSource::Mentor })
 }
 
 impl<M: ChatModel + ?Sized> Diagnoser for LlmDiagnoser<M> {
@@ -318,27 +365,8 @@ impl<M: ChatModel + ?Sized> LlmTutor<M> {
     }
 
     fn ask(&self, task: &Task, diagnosis: &Diagnosis, level: HintLevel, previous: &[Hint]) -> Result<Hint> {
-        let ctx = serde_json::json!({
-            "question": task.question(),
-            "reference_solution": task.reference_solution(),
-            "category": crate::prompts::category_key(diagnosis.category),
-            "shared_mode": diagnosis.shared_mode,
-            "evidence": diagnosis.evidence.iter().map(|e| e.quote.as_str()).collect::<Vec<_>>().join(" | "),
-            "level": level.get(),
-            "previous": previous.iter().map(|h| h.text.as_str()).collect::<Vec<_>>().join(" | "),
-        });
-        let user = self.prompts.render("llm.tutor_user", &self.prompts.llm.tutor_user, &ctx)?;
-        let reply = self
-            .client
-            .chat(&[Message::system(self.prompts.llm.tutor_system.as_str()), Message::user(user)])?;
-        let v = first_json_object(&reply)
-            .ok_or_else(|| Error::Llm(format!("no JSON object in reply: {}", snippet(&reply))))?;
-        let text = v["hint"]
-            .as_str()
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| Error::Llm("reply has no `hint`".into()))?;
-        Ok(Hint { level, text: text.to_string(), solution_prefix: None, source: HintSource::Mentor })
+        let reply = self.client.chat(&tutor_messages(&self.prompts, task, diagnosis, level, previous)?)?;
+        parse_hint(&reply, level)
     }
 }
 

@@ -1,6 +1,6 @@
 //! `AgentMentor`: diagnoser → tutor → guard behind the `mentor_core::Mentor` trait.
 
-use mentor_core::{HintLevel, Intervention, Mentor, MentorError, MentorRequest};
+use mentor_core::{GuardRejection, Hint, HintLevel, Intervention, Mentor, MentorError, MentorRequest, Task};
 
 use crate::rules::{RulesDiagnoser, RulesTutor};
 use crate::{Diagnoser, Guard, GuardConfig, GuardOutcome, Prompts, Tutor};
@@ -57,29 +57,40 @@ impl Mentor for AgentMentor {
                 .tutor
                 .hint(request.task, request.attempts, &diagnosis, l, request.previous_hints)
                 .map_err(err)?;
-            match self.guard.check(request.task, hint) {
-                GuardOutcome::Accepted(hint) => {
-                    let redactions = Vec::new();
-                    return Ok(Intervention {
-                        diagnosis: Some(diagnosis),
-                        hint: Some(hint),
-                        rejections,
-                        redactions,
-                    });
-                }
-                GuardOutcome::Redacted { hint, reasons } => {
-                    let redactions = reasons;
-                    return Ok(Intervention {
-                        diagnosis: Some(diagnosis),
-                        hint: Some(hint),
-                        rejections,
-                        redactions,
-                    });
-                }
-                GuardOutcome::Rejected(r) => rejections.push(r),
+            if let Some((hint, redactions)) = guarded(&self.guard, request.task, hint, &mut rejections) {
+                return Ok(Intervention {
+                    diagnosis: Some(diagnosis),
+                    hint: Some(hint),
+                    rejections,
+                    redactions,
+                });
             }
-            level = HintLevel::try_from(l.get() - 1).ok();
+            level = lower(l);
         }
         Ok(Intervention { diagnosis: Some(diagnosis), hint: None, rejections, redactions: Vec::new() })
     }
+}
+
+/// The guard's verdict on one hint: the hint to give with its redactions, or None when it was
+/// rejected (the rejection is appended to `rejections`).
+pub(crate) fn guarded(
+    guard: &Guard,
+    task: &Task,
+    hint: Hint,
+    rejections: &mut Vec<GuardRejection>,
+) -> Option<(Hint, Vec<String>)> {
+    match guard.check(task, hint) {
+        GuardOutcome::Accepted(hint) => Some((hint, Vec::new())),
+        GuardOutcome::Redacted { hint, reasons } => Some((hint, reasons)),
+        GuardOutcome::Rejected(r) => {
+            rejections.push(r);
+            None
+        }
+    }
+}
+
+/// The level the tutor is asked for after a rejection at `level` (less content, less to leak);
+/// None below level 1.
+pub(crate) fn lower(level: HintLevel) -> Option<HintLevel> {
+    HintLevel::try_from(level.get() - 1).ok()
 }

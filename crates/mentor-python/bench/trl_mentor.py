@@ -171,7 +171,7 @@ def run_arm(args, arm, rows):
     cfg = arm_config(args, arm)
     logs = []
     step_seconds = []
-    mentor = mentor_rl.Mentor("rules") if arm == "mentor" else None
+    mentor = {"mentor": mentor_rl.Mentor("rules"), "self": mentor_rl.Mentor("self")}.get(arm)
     ours = Timed("math_reward", math_reward)
     reward_funcs = [ours]
     agree = [0, 0]
@@ -224,6 +224,10 @@ def run_arm(args, arm, rows):
         "levels": {str(k): total(f"mentor/level_{k}") for k in (1, 2, 3)},
         "guard_rejections": total("mentor/guard_rejections"),
         "behaviour_rows": total("mentor/behaviour_rows"),
+        "self_tokens": total("mentor/self_tokens"),
+        "self_turns": total("mentor/self_turns"),
+        "self_fallbacks": total("mentor/self_fallbacks"),
+        "mentor_seconds": total("mentor/seconds"),
         "mentor_keys": sorted({k for l in logs for k in l if k.startswith("mentor/")}),
         "step_seconds": step_seconds,
     }
@@ -276,8 +280,26 @@ def run_ddp(args, rows):
     t0 = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - t0
+    # Mentor("self"), one step: the first process intervenes on its collapsed groups (the
+    # learner writes the hints), the others on none, so they pad every mentor and hinted call.
+    self_logs, self_seconds = [], []
+    torch.manual_seed(args.seed)
+    model, tok = tiny_model(args.gguf) if args.quick else load_gguf(args.gguf)
+    self_trainer = MentorGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[math_reward],
+        args=arm_config(argparse.Namespace(**{**vars(args), "steps": 1}), f"ddp-self{rank}"),
+        train_dataset=datasets.Dataset.from_list(rows),
+        mentor=mentor_rl.Mentor("self"),
+        intervention=Intervention(credit=args.credit, start_level=args.start_level, max_groups=8 if rank == 0 else 0),
+        callbacks=[recorder(self_logs, self_seconds)],
+    )
+    self_trainer.train()
     mine = {"rank": rank, "hinted_calls": list(trainer._mentor_hinted_calls), "asked": mentor.asked,
-            "hints": mentor.hints, "step_seconds": step_seconds}
+            "hints": mentor.hints, "step_seconds": step_seconds,
+            "self_calls": list(self_trainer._mentor_self_calls),
+            "self_hinted_calls": list(self_trainer._mentor_hinted_calls), "self_step_seconds": self_seconds}
     everyone = gather_object([mine])
     if rank != 0:
         return 0
@@ -300,6 +322,23 @@ def run_ddp(args, rows):
         failures.append(f"logged hinted rows {total('mentor/hinted_rows'):.0f} != {hints} hints x {args.group}")
     if total("mentor/interventions") < sum(1 for p in everyone if p["asked"]):
         failures.append("logged interventions are not summed over the processes")
+
+    def self_total(key):
+        return sum(float(l.get(key, 0.0) or 0.0) for l in self_logs)
+
+    self_calls = [(p["self_calls"], p["self_hinted_calls"]) for p in everyone]
+    if len(self_logs) != 1:
+        failures.append(f"Mentor(\"self\"): {len(self_logs)} logged steps of 1")
+    if any(c != self_calls[0] for c in self_calls):
+        failures.append(f"Mentor(\"self\"): the processes made different generate calls: {self_calls}")
+    if self_total("mentor/interventions") < 1:
+        failures.append("Mentor(\"self\"): no collapsed group on the first process: nothing to check")
+    elif not self_calls[-1][0]:
+        failures.append("Mentor(\"self\"): the idle process made no mentor generate call: it did not keep in step")
+    if self_total("mentor/self_tokens") <= 0:
+        failures.append("Mentor(\"self\"): no mentor/self_tokens logged")
+    if self_total("mentor/hinted_rows") < 1:
+        failures.append("Mentor(\"self\"): no hinted row reached the batch")
     summary = {
         "what": "ddp",
         "ok": not failures,
@@ -308,6 +347,8 @@ def run_ddp(args, rows):
         "threads_per_process": torch.get_num_threads(),
         "processes_detail": everyone,
         "logged": {k: total(f"mentor/{k}") for k in ("interventions", "rescued", "hinted_rows", "guard_rejections")},
+        "self": {k: self_total(f"mentor/{k}") for k in ("interventions", "rescued", "hinted_rows", "self_tokens",
+                                                       "self_turns", "self_fallbacks", "seconds")},
         "zrf": [float(l.get("mentor/zrf", float("nan"))) for l in logs],
         "wall_seconds": wall,
     }
@@ -315,6 +356,12 @@ def run_ddp(args, rows):
           "hinted rows %d, hinted calls per process %s, step seconds %s |"
           % (world, len(logs), hints, summary["logged"]["interventions"], summary["logged"]["hinted_rows"],
              calls, ", ".join("%.1f" % s for s in step_seconds)), flush=True)
+    s = summary["self"]
+    print("| %d processes, Mentor(\"self\") on the first only (1 step) | interventions %d, hinted rows %d, learner "
+          "tokens %d in %d turns (%d fell back to rules), mentor calls per process (mentor prompts, hinted) %s, "
+          "mentor s %.1f |"
+          % (world, s["interventions"], s["hinted_rows"], s["self_tokens"], s["self_turns"], s["self_fallbacks"],
+             self_calls, s["seconds"]), flush=True)
     if args.out:
         tmp = args.out + ".tmp"
         with open(tmp, "w") as f:
@@ -390,6 +437,12 @@ def main():
         emit(m)
         modes.append(m)
 
+    # Mentor("self"), one step on the first problems: the learner writes the diagnosis and the
+    # hint through TRL's generation path; its hinted rows must reach the batch.
+    own = argparse.Namespace(**{**vars(args), "steps": 1, "math_verify_site": None})
+    learner = run_arm(own, "self", rows[: own.prompts])
+    emit(learner)
+
     vanilla, mentor = arms
     lines = [
         "| trl %s, transformers %s%s | vanilla (mentor=None) | MENTOR (rules, credit=%s) |"
@@ -433,6 +486,17 @@ def main():
             failures.append("credit=stripped_is: no row got the hinted context's behaviour log-probs")
         lines.append("| credit=%s (1 step, <= %d tokens): interventions, hinted rows, step s | – | %d, %d, %.1f |"
                      % (m["credit"], min(args.new_tokens, 24), m["interventions"], m["hinted_rows"], m["step_seconds"][0]))
+    if learner["interventions"] < 1:
+        failures.append("Mentor(\"self\"): no collapsed group in its step: nothing to check")
+    elif learner["hinted_rows"] < 1:
+        failures.append("Mentor(\"self\"): no hinted row reached the batch")
+    if learner["self_tokens"] <= 0 or "mentor/self_tokens" not in learner["mentor_keys"]:
+        failures.append("Mentor(\"self\"): mentor/self_tokens missing from TRL's logs")
+    lines.append("| Mentor(\"self\") (1 step, <= %d tokens): interventions, hinted rows, learner tokens in turns "
+                 "(fell back to rules), mentor s, step s | – | %d, %d, %d in %d (%d), %.1f, %.1f |"
+                 % (args.new_tokens, learner["interventions"], learner["hinted_rows"], learner["self_tokens"],
+                    learner["self_turns"], learner["self_fallbacks"], learner["mentor_seconds"],
+                    learner["step_seconds"][0]))
     print("\n".join(lines), flush=True)
     summary = {
         "what": "summary",
@@ -444,6 +508,7 @@ def main():
         },
         "arms": arms,
         "credit_modes": modes,
+        "self_mentor": learner,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
     }
     if args.out:

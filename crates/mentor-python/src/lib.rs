@@ -7,7 +7,9 @@
 //! - `verify_math` → [`mentor_verify_math::check_batch`] (GIL released, rayon-parallel);
 //! - `CodeSandbox` → [`mentor_verify_code::Sandbox`] and [`mentor_verify_code::CodeVerifier`];
 //! - `Mentor`, `StaticHints`, `Refinement` → [`mentor_agents::AgentMentor`] (backends `rules`
-//!   and `llm`) and the baselines, with the same guard the trainer builds;
+//!   and `llm`) and the baselines, with the same guard the trainer builds; `Mentor("self")`
+//!   and `MentorSession` → [`mentor_agents::MentorSession`] (the `llm` prompts answered by the
+//!   caller's own model);
 //! - `CollapseMonitor` → [`mentor_integration::CollapseMonitor`], `is_collapsed` →
 //!   [`mentor_integration::is_collapsed`] (collapse = no attempt passed);
 //! - `Verdict` wraps [`mentor_core::Verdict`]; its `feedback` is the `feedback` object that
@@ -71,6 +73,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(math::math_equivalent, m)?)?;
     m.add_class::<code::CodeSandbox>()?;
     m.add_class::<mentor::PyMentor>()?;
+    m.add_class::<mentor::PyMentorSession>()?;
     m.add_class::<mentor::PyStaticHints>()?;
     m.add_class::<mentor::PyRefinement>()?;
     m.add_class::<monitor::PyCollapseMonitor>()?;

@@ -1,12 +1,15 @@
 //! `Mentor`, `StaticHints`, `Refinement`: [`mentor_agents`] behind one Python call,
-//! `intervene(task, attempts, verdicts, *, level=None, previous_hints=None)`.
+//! `intervene(task, attempts, verdicts, *, level=None, previous_hints=None)`; and
+//! `MentorSession`, the `self` backend's intervention driven by a caller that writes the
+//! mentor's replies with its own model ([`mentor_agents::MentorSession`]).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use mentor_agents::llm::{FallbackCounter, LlmConfig};
-use mentor_agents::{AgentMentor, Guard, GuardConfig, Prompts, Refinement, StaticHints};
+use mentor_agents::{AgentMentor, Guard, GuardConfig, MentorSession, Prompts, Refinement, StaticHints};
 use mentor_core::{
     Attempt, Completion, Hint, HintLevel, Intervention, MathPayload, Mentor, MentorRequest, Message, Payload,
     Task, TaskMeta,
@@ -104,18 +107,23 @@ pub(crate) fn task_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Task> {
     })
 }
 
-/// One `intervene` call on any mentor: checks the arguments, runs the mentor with the GIL
-/// released, and returns the result dict (or None when an attempt passed).
-#[allow(clippy::too_many_arguments)]
-fn intervene<'py>(
-    py: Python<'py>,
-    mentor: &dyn Mentor,
-    task: &Bound<'py, PyAny>,
+/// What one `intervene` call asks about: the task, the failed group, the level and the hints
+/// already given.
+struct Asked {
+    task: Task,
+    group: Vec<Attempt>,
+    level: HintLevel,
+    previous: Vec<Hint>,
+}
+
+/// Checks `intervene`'s arguments; None when an attempt passed (nothing to intervene on).
+fn asked(
+    task: &Bound<'_, PyAny>,
     attempts: Vec<String>,
-    verdicts: Vec<Bound<'py, PyAny>>,
+    verdicts: Vec<Bound<'_, PyAny>>,
     level: Option<u8>,
-    previous_hints: Option<Vec<Bound<'py, PyAny>>>,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
+    previous_hints: Option<Vec<Bound<'_, PyAny>>>,
+) -> PyResult<Option<Asked>> {
     let task = task_from_py(task)?;
     if attempts.is_empty() {
         return Err(PyValueError::new_err("attempts is empty: the mentor reads a group of failed attempts"));
@@ -158,7 +166,25 @@ fn intervene<'py>(
     if group.iter().any(|a| a.verdict.passed()) {
         return Ok(None);
     }
-    let request = MentorRequest { task: &task, attempts: &group, level, previous_hints: &previous };
+    Ok(Some(Asked { task, group, level, previous }))
+}
+
+/// One `intervene` call on any mentor: checks the arguments, runs the mentor with the GIL
+/// released, and returns the result dict (or None when an attempt passed).
+fn intervene<'py>(
+    py: Python<'py>,
+    mentor: &dyn Mentor,
+    task: &Bound<'py, PyAny>,
+    attempts: Vec<String>,
+    verdicts: Vec<Bound<'py, PyAny>>,
+    level: Option<u8>,
+    previous_hints: Option<Vec<Bound<'py, PyAny>>>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Some(a) = asked(task, attempts, verdicts, level, previous_hints)? else {
+        return Ok(None);
+    };
+    let request =
+        MentorRequest { task: &a.task, attempts: &a.group, level: a.level, previous_hints: &a.previous };
     let result = py.detach(|| mentor.intervene(&request)).map_err(|e| MentorError::new_err(e.to_string()))?;
     convert::to_py(py, &intervention_json(mentor.name(), &result)).map(Some)
 }
@@ -178,13 +204,21 @@ fn intervention_json(name: &str, iv: &Intervention) -> serde_json::Value {
     })
 }
 
-/// The mentor the Rust trainer uses (`AgentMentor`): diagnoser → tutor → guard, on the
-/// `rules` backend or an OpenAI-compatible `llm` endpoint (falling back to rules).
+/// How a [`PyMentor`] writes its hints.
+enum Backend {
+    /// `rules` or `llm`: an [`AgentMentor`] (the `llm` one with its fallback counter).
+    Agent(AgentMentor, Option<Arc<FallbackCounter>>),
+    /// `self`: the `llm` role prompts, answered by the caller's model through sessions.
+    Learner { prompts: Arc<Prompts>, guard: Guard, fallbacks: Arc<AtomicUsize> },
+}
+
+/// The mentor the Rust trainer uses: diagnoser → tutor → guard, on the `rules` backend, an
+/// OpenAI-compatible `llm` endpoint (falling back to rules), or `self` (the `llm` prompts
+/// answered by the caller's own model, the learner, through [`PyMentorSession`]s).
 #[pyclass(name = "Mentor", module = "mentor_rl", frozen)]
 pub struct PyMentor {
-    inner: AgentMentor,
+    inner: Backend,
     backend: String,
-    fallbacks: Option<Arc<FallbackCounter>>,
 }
 
 #[pymethods]
@@ -224,23 +258,26 @@ impl PyMentor {
     ) -> PyResult<Self> {
         let guard = guard(max_hint_chars, max_code_overlap, redact)?;
         let templates = self::prompts(prompts)?;
-        match backend {
-            "rules" => {
-                for (name, given) in [
-                    ("base_url", base_url.is_some()),
-                    ("model", model.is_some()),
-                    ("api_key_env", api_key_env.is_some()),
-                ] {
-                    if given {
-                        return Err(PyValueError::new_err(format!("{name} is only read by backend=\"llm\"")));
-                    }
+        if backend != "llm" {
+            for (name, given) in [
+                ("base_url", base_url.is_some()),
+                ("model", model.is_some()),
+                ("api_key_env", api_key_env.is_some()),
+                ("temperature", temperature.is_some()),
+                ("max_tokens", max_tokens.is_some()),
+            ] {
+                if given {
+                    return Err(PyValueError::new_err(format!("{name} is only read by backend=\"llm\"")));
                 }
-                Ok(Self {
-                    inner: AgentMentor::rules_with(templates, guard),
-                    backend: "rules".into(),
-                    fallbacks: None,
-                })
             }
+        }
+        let inner = match backend {
+            "rules" => Backend::Agent(AgentMentor::rules_with(templates, guard), None),
+            "self" => Backend::Learner {
+                prompts: Arc::new(templates),
+                guard,
+                fallbacks: Arc::new(AtomicUsize::new(0)),
+            },
             "llm" => {
                 let base_url = base_url.ok_or_else(|| {
                     PyValueError::new_err(
@@ -277,27 +314,44 @@ impl PyMentor {
                     ..defaults
                 };
                 let (inner, fallbacks) = mentor_agents::llm::mentor(config, templates, guard);
-                Ok(Self { inner, backend: "llm".into(), fallbacks: Some(fallbacks) })
+                Backend::Agent(inner, Some(fallbacks))
             }
-            other => Err(PyValueError::new_err(format!("backend: `{other}` is not \"rules\" or \"llm\""))),
-        }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "backend: `{other}` is not \"rules\", \"llm\" or \"self\""
+                )))
+            }
+        };
+        Ok(Self { inner, backend: backend.to_owned() })
     }
 
-    /// The backend (`rules` or `llm`).
+    /// The backend (`rules`, `llm` or `self`).
     #[getter]
     fn backend(&self) -> String {
         self.backend.clone()
     }
 
-    /// How many diagnoser/tutor calls fell back to rules because the endpoint failed (always
-    /// 0 for `rules`).
+    /// Whether the hints are written by the caller's own model (`self`): a trainer drives
+    /// such a mentor through `begin` instead of `intervene`.
     #[getter]
-    fn fallbacks(&self) -> usize {
-        self.fallbacks.as_ref().map_or(0, |f| f.get())
+    fn writes_with_learner(&self) -> bool {
+        matches!(self.inner, Backend::Learner { .. })
     }
 
-    /// Diagnoses a failed group and writes a guarded hint; see the stub for the result.
-    #[pyo3(signature = (task, attempts, verdicts, *, level = None, previous_hints = None))]
+    /// How many diagnoser/tutor steps fell back to rules: the `llm` endpoint failed, or (for
+    /// `self`) a reply could not be parsed. Always 0 for `rules`.
+    #[getter]
+    fn fallbacks(&self) -> usize {
+        match &self.inner {
+            Backend::Agent(_, f) => f.as_ref().map_or(0, |f| f.get()),
+            Backend::Learner { fallbacks, .. } => fallbacks.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Diagnoses a failed group and writes a guarded hint; see the stub for the result. The
+    /// `self` backend needs `generate` (messages → reply text), called once per model turn.
+    #[pyo3(signature = (task, attempts, verdicts, *, level = None, previous_hints = None, generate = None))]
+    #[allow(clippy::too_many_arguments)]
     fn intervene<'py>(
         &self,
         py: Python<'py>,
@@ -306,12 +360,130 @@ impl PyMentor {
         verdicts: Vec<Bound<'py, PyAny>>,
         level: Option<u8>,
         previous_hints: Option<Vec<Bound<'py, PyAny>>>,
+        generate: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        intervene(py, &self.inner, task, attempts, verdicts, level, previous_hints)
+        match (&self.inner, generate) {
+            (Backend::Agent(m, _), None) => intervene(py, m, task, attempts, verdicts, level, previous_hints),
+            (Backend::Agent(..), Some(_)) => {
+                Err(PyValueError::new_err("generate is only read by backend=\"self\""))
+            }
+            (Backend::Learner { .. }, None) => Err(PyValueError::new_err(
+                "backend=\"self\" writes with the caller's model: pass generate=<a callable from a list of \
+                 {\"role\", \"content\"} messages to the reply text>, or drive it with begin() (as \
+                 mentor_rl.trl.MentorGRPOTrainer does)",
+            )),
+            (Backend::Learner { .. }, Some(generate)) => {
+                let Some(session) = self.begin(task, attempts, verdicts, level, previous_hints)? else {
+                    return Ok(None);
+                };
+                let mut session = session;
+                while let Some(messages) = session.prompt(py)? {
+                    let reply = generate.call1((messages,))?;
+                    let reply = reply
+                        .extract::<String>()
+                        .map_err(|_| PyValueError::new_err("generate must return the reply text (a str)"))?;
+                    session.answer(&reply)?;
+                }
+                session.result(py).map(Some)
+            }
+        }
+    }
+
+    /// A session for the `self` backend: the intervention as a sequence of prompts the caller
+    /// answers (`prompt`, `answer`, `result`); None when an attempt passed.
+    #[pyo3(signature = (task, attempts, verdicts, *, level = None, previous_hints = None))]
+    fn begin(
+        &self,
+        task: &Bound<'_, PyAny>,
+        attempts: Vec<String>,
+        verdicts: Vec<Bound<'_, PyAny>>,
+        level: Option<u8>,
+        previous_hints: Option<Vec<Bound<'_, PyAny>>>,
+    ) -> PyResult<Option<PyMentorSession>> {
+        let Backend::Learner { prompts, guard, fallbacks } = &self.inner else {
+            return Err(PyValueError::new_err(format!(
+                "begin: only backend=\"self\" is driven by sessions; call intervene on backend={:?}",
+                self.backend
+            )));
+        };
+        let Some(a) = asked(task, attempts, verdicts, level, previous_hints)? else {
+            return Ok(None);
+        };
+        let inner = MentorSession::new(prompts.clone(), guard.clone(), a.task, a.group, a.level, a.previous)
+            .map_err(|e| MentorError::new_err(e.to_string()))?;
+        Ok(Some(PyMentorSession { inner, counted: 0, fallbacks: fallbacks.clone() }))
     }
 
     fn __repr__(&self) -> String {
         format!("Mentor(backend={:?})", self.backend)
+    }
+}
+
+/// One failed group's intervention by a `self` mentor: answer each `prompt()` with the
+/// model's reply until `done`, then read `result()`.
+#[pyclass(name = "MentorSession", module = "mentor_rl")]
+pub struct PyMentorSession {
+    inner: MentorSession,
+    /// Fallbacks already added to the mentor's counter.
+    counted: usize,
+    fallbacks: Arc<AtomicUsize>,
+}
+
+#[pymethods]
+impl PyMentorSession {
+    /// The conversation to answer next (a list of `{"role", "content"}` dicts), or None when
+    /// the session is over.
+    fn prompt<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self.inner.prompt() {
+            None => Ok(None),
+            Some(messages) => convert::to_py(py, &json!(messages)).map(Some),
+        }
+    }
+
+    /// Takes the model's reply to `prompt()`. A reply without a usable JSON object is replaced
+    /// by the rules agent's step (counted in `fallbacks`); MentorError after the session ended.
+    fn answer(&mut self, reply: &str) -> PyResult<()> {
+        let out = self.inner.answer(reply).map_err(|e| MentorError::new_err(e.to_string()));
+        let new = self.inner.fallbacks() - self.counted;
+        self.fallbacks.fetch_add(new, Ordering::Relaxed);
+        self.counted = self.inner.fallbacks();
+        out
+    }
+
+    /// Whether the session is over.
+    #[getter]
+    fn done(&self) -> bool {
+        self.inner.is_done()
+    }
+
+    /// Replies taken so far.
+    #[getter]
+    fn turns(&self) -> usize {
+        self.inner.turns()
+    }
+
+    /// Replies replaced by the rules agent's step.
+    #[getter]
+    fn fallbacks(&self) -> usize {
+        self.inner.fallbacks()
+    }
+
+    /// The dict `Mentor.intervene` returns (`"mentor": "self"`); MentorError before the
+    /// session is over.
+    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let iv = self.inner.result().ok_or_else(|| {
+            MentorError::new_err("result: the session is not over (answer its prompt first)")
+        })?;
+        convert::to_py(py, &intervention_json("self", iv))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "MentorSession(task={:?}, turns={}, done={})",
+            self.inner.task().id,
+            self.inner.turns(),
+            self.inner.is_done()
+        )
     }
 }
 

@@ -7,7 +7,8 @@ mentor-verify-code, mentor-agents and mentor-integration), compiled into ``mento
 - :class:`CodeSandbox` runs Python programs in a wasmtime sandbox against HumanEval, MBPP or
   stdin/stdout tests;
 - :class:`Mentor`, :class:`StaticHints` and :class:`Refinement` turn a failed group into a
-  guarded hint;
+  guarded hint; ``Mentor("self")`` lets your own model (the learner) write it, one
+  :class:`MentorSession` per group;
 - :class:`CollapseMonitor` tracks collapse over training steps, and :func:`is_collapsed` is
   its rule: a group collapsed when none of its attempts passed (correctness, not reward).
 
@@ -20,6 +21,7 @@ from ._native import (
     Mentor,
     MentorError,
     MentorRlError,
+    MentorSession,
     Refinement,
     RuntimeMissingError,
     SandboxError,
@@ -37,6 +39,7 @@ __all__ = [
     "Mentor",
     "MentorError",
     "MentorRlError",
+    "MentorSession",
     "Refinement",
     "RuntimeMissingError",
     "SandboxError",

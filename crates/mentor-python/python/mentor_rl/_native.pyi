@@ -1,7 +1,7 @@
 """Type stubs of ``mentor_rl._native``, the compiled part of ``mentor_rl`` (crates/mentor-python)."""
 
 from os import PathLike
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
 __version__: str
 
@@ -165,14 +165,18 @@ class Mentor:
 
     ``backend="rules"`` is offline and deterministic; ``backend="llm"`` asks an
     OpenAI-compatible endpoint (``base_url``, ``model``, the key read from the environment
-    variable ``api_key_env``) and falls back to rules when it fails. ``prompts`` is a folder of
+    variable ``api_key_env``) and falls back to rules when it fails; ``backend="self"`` asks the
+    caller's own model with the ``llm`` role prompts (the learner as its own mentor): a trainer
+    drives it with :meth:`begin` (``MentorGRPOTrainer`` does), a script with
+    ``intervene(..., generate=...)``; a reply without a usable JSON object falls back to the
+    rules agent for that step. ``prompts`` is a folder of
     template files (as ``crates/mentor-agents/prompts``); the guard rejects or redacts hints that
     leak the answer, reproduce more than ``max_code_overlap`` of the reference code, or exceed
     ``max_hint_chars``."""
 
     def __init__(
         self,
-        backend: Literal["rules", "llm"] = "rules",
+        backend: Literal["rules", "llm", "self"] = "rules",
         *,
         base_url: Optional[str] = None,
         model: Optional[str] = None,
@@ -190,8 +194,24 @@ class Mentor:
     @property
     def backend(self) -> str: ...
     @property
+    def writes_with_learner(self) -> bool:
+        """Whether the caller's model writes the hints (``backend="self"``)."""
+    @property
     def fallbacks(self) -> int:
-        """Calls answered by the rules because the ``llm`` endpoint failed."""
+        """Steps answered by the rules because the ``llm`` endpoint failed or (``self``) a reply
+        could not be parsed."""
+    def begin(
+        self,
+        task: TaskLike,
+        attempts: Sequence[str],
+        verdicts: Sequence[VerdictLike],
+        *,
+        level: Optional[int] = None,
+        previous_hints: Optional[Sequence[Hint]] = None,
+    ) -> Optional["MentorSession"]:
+        """``backend="self"`` only: the intervention :meth:`intervene` would make, as a
+        :class:`MentorSession` whose prompts the caller answers (so that it can batch the
+        prompts of many groups into one generate call). None when an attempt passed."""
     def intervene(
         self,
         task: TaskLike,
@@ -200,6 +220,7 @@ class Mentor:
         *,
         level: Optional[int] = None,
         previous_hints: Optional[Sequence[Hint]] = None,
+        generate: Optional[Callable[[List[Dict[str, str]]], str]] = None,
     ) -> Optional[InterventionResult]:
         """Diagnoses the failed ``attempts`` (with their ``verdicts``) and writes a guarded hint at
         ``level`` (1 nudge, 2 plan, 3 partial worked solution; default 1, the trainer's start
@@ -210,9 +231,37 @@ class Mentor:
         "format"?, "entry_point"?, "prompt"?, "reference_solution"?, "id"?}``, or a serialised
         Rust task (with ``payload``).
 
+        ``generate`` (``backend="self"`` only, and required there): the caller's model, from a
+        list of ``{"role", "content"}`` messages to the reply text; called once per turn (at
+        most four: a diagnosis and three levels).
+
         Returns ``{"mentor", "diagnosis", "hint": {"text", "level", "solution_prefix", "source"}
         or None, "guard": {"outcome", "redactions", "rejections"}}``, or None when an attempt
         passed (the group did not fail, so there is nothing to intervene on)."""
+
+class MentorSession:
+    """One failed group's intervention by ``Mentor("self")`` (from :meth:`Mentor.begin`): the
+    diagnoser's prompt, then the tutor's at the level asked, then the guard; a rejected hint
+    asks the tutor one level lower, down to 1. At most four turns.
+
+    Loop: ``while not s.done: s.answer(model(s.prompt()))``, then ``s.result()``."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the session is over."""
+    @property
+    def turns(self) -> int:
+        """Replies taken so far."""
+    @property
+    def fallbacks(self) -> int:
+        """Replies without a usable JSON object, replaced by the rules agent's step."""
+    def prompt(self) -> Optional[List[Dict[str, str]]]:
+        """The conversation to answer next (system, then user message), or None when over."""
+    def answer(self, reply: str) -> None:
+        """Takes the model's reply to :meth:`prompt`; MentorError after the session ended."""
+    def result(self) -> InterventionResult:
+        """What :meth:`Mentor.intervene` returns (``"mentor": "self"``); MentorError before the
+        session is over."""
 
 class StaticHints:
     """Baseline: a generic hint per domain drawn at random (seeded) without diagnosis."""

@@ -13,7 +13,8 @@ process:
    gives) and the collapse event;
 3. for each collapsed group (within the budget) the mentor diagnoses the failed attempts with
    the verdicts a verdict-keeping reward function (``mentor_rl.trl.math_reward`` /
-   ``code_reward``) kept, and writes a guarded hint;
+   ``code_reward``) kept, and writes a guarded hint; with ``Mentor("self")`` the model being
+   trained writes them, its prompts answered through the same generation path, in lockstep;
 4. the hinted attempts are sampled on-policy, from the current weights, through the same
    generation path, and scored; a group with no correct hinted attempt escalates to the next
    level;
@@ -89,7 +90,9 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
     Takes every argument ``GRPOTrainer`` takes (except ``rollout_func``, which it supplies),
     plus:
 
-    - ``mentor``: a :class:`mentor_rl.Mentor`, :class:`mentor_rl.StaticHints`,
+    - ``mentor``: a :class:`mentor_rl.Mentor` (``Mentor("self")``: the model being trained
+      writes the diagnosis and the hint, through TRL's generation path, with the trainer's
+      sampling settings and ``max_completion_length``), :class:`mentor_rl.StaticHints`,
       :class:`mentor_rl.Refinement`, or ``None`` (vanilla GRPO, with the collapse metrics);
     - ``intervention``: an :class:`mentor_rl.trl.Intervention` or a dict of its fields.
 
@@ -105,7 +108,11 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
     Metrics (through TRL's logging, so every ``report_to`` gets them): ``mentor/zrf``,
     ``mentor/collapse_event``, ``mentor/interventions``, ``mentor/rescued``,
     ``mentor/hinted_rows``, ``mentor/hinted_reward``, ``mentor/guard_rejections``,
-    ``mentor/level_1`` .. ``mentor/level_3`` (hinted rounds per level) and ``mentor/seconds``.
+    ``mentor/level_1`` .. ``mentor/level_3`` (hinted rounds per level) and ``mentor/seconds``
+    (the whole MENTOR step, per process); with ``Mentor("self")`` also ``mentor/self_tokens``
+    (tokens the learner generated as its mentor), ``mentor/self_turns`` and
+    ``mentor/self_fallbacks`` (replies without a usable JSON object, replaced by the rules
+    agent's step).
     """
 
     def __init__(self, *args: Any, mentor: Any = None, intervention: Any = None, **kwargs: Any) -> None:
@@ -132,6 +139,10 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         # Rows of each hinted generate call on this process (padding included): the same list
         # on every process, or collective generation would hang (checked by `cargo xtask trl`).
         self._mentor_hinted_calls: List[int] = []
+        # Rows of each generate call that answered Mentor("self")'s prompts (the same rule).
+        self._mentor_self_calls: List[int] = []
+        # This step's Mentor("self") cost on this process: tokens generated, turns, fallbacks.
+        self._mentor_self_cost: List[int] = [0, 0, 0]
         super().__init__(*args, rollout_func=self._mentor_rollout, **kwargs)
         for func in self.reward_funcs:
             if isinstance(func, nn.Module):
@@ -220,10 +231,10 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         ]
         counts["interventions"] = len(opened)
         pending = list(opened)
+        self._mentor_self_cost = [0, 0, 0]
         while True:
             asked: List[Tuple[_Open, Dict[str, Any]]] = []
-            for o in pending:
-                result = self.mentor.intervene(o.task, o.attempts, o.verdicts, level=o.level, previous_hints=o.hints)
+            for o, result in zip(pending, self._ask_mentor(pending, prompts)):
                 if result is not None:
                     counts["guard_rejections"] += len(result["guard"].get("rejections", []))
                 hint = None if result is None else result.get("hint")
@@ -254,6 +265,9 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         # Counts are summed over the processes, rates averaged, the event is any process's.
         names = ["interventions", "rescued", "guard_rejections", "level_1", "level_2", "level_3"]
         local = [float(counts.get(k, 0)) for k in names]
+        if self._self_mentor():  # the same on every process, so the summed lists keep one length
+            names += ["self_tokens", "self_turns", "self_fallbacks"]
+            local += [float(x) for x in self._mentor_self_cost]
         local += [float(len(hinted_rewards)), float(sum(hinted_rewards)), report["zrf"], float(report["event_active"])]
         local += [time.perf_counter() - t0, 1.0]
         total = self._sum(local)
@@ -270,6 +284,54 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         metrics["mentor/seconds"].append(seconds / processes)
         self._mentor_plan = plan if any(p["hinted"] for p in plan) else None
         return rows
+
+    def _self_mentor(self) -> bool:
+        return bool(getattr(self.mentor, "writes_with_learner", False))
+
+    def _ask_mentor(self, pending: List[_Open], prompts: List[Any]) -> List[Optional[Dict[str, Any]]]:
+        """The mentor's result for each pending group (None: it had nothing to say).
+
+        A mentor that writes with the learner (``Mentor("self")``) gets one session per group;
+        each turn, the prompts of every open session are answered in one call of TRL's
+        generation path, from the current weights. Every process makes as many such calls, of
+        as many rows, as the busiest one (padding with copies, outputs dropped), as the hinted
+        rounds do; a session takes at most four turns."""
+        if not self._self_mentor():
+            return [
+                self.mentor.intervene(o.task, o.attempts, o.verdicts, level=o.level, previous_hints=o.hints)
+                for o in pending
+            ]
+        sessions = [self.mentor.begin(o.task, o.attempts, o.verdicts, level=o.level, previous_hints=o.hints) for o in pending]
+        live = [s for s in sessions if s is not None and not s.done]
+        while True:
+            width = self._max(len(live))
+            if width == 0:
+                break
+            replies = self._self_replies([s.prompt() for s in live], prompts, width)
+            for s, reply in zip(live, replies):
+                s.answer(reply)
+            live = [s for s in live if not s.done]
+        cost = self._mentor_self_cost
+        for s in sessions:
+            if s is not None:
+                cost[1] += s.turns
+                cost[2] += s.fallbacks
+        return [None if s is None else s.result() for s in sessions]
+
+    def _self_replies(self, conversations: List[List[Dict[str, str]]], prompts: List[Any], width: int) -> List[str]:
+        """The learner's replies to the mentor's ``conversations``: one sampled completion each,
+        in one generate call of ``width`` rows. With plain-text training prompts (no chat
+        template in play) a conversation is given as its messages' text, joined."""
+        conversational = is_conversational({"prompt": prompts[0]})
+        rows: List[Any] = [c if conversational else "\n\n".join(m["content"] for m in c) for c in conversations]
+        real = len(rows)
+        rows += [rows[0] if rows else prompts[0]] * (width - real)
+        ids = self._prompt_ids(rows)
+        self._mentor_self_calls.append(len(ids))
+        sampled, _ = compat.generate(self, ids, 1)
+        sampled = sampled[:real]
+        self._mentor_self_cost[0] += sum(len(s) for s in sampled)
+        return self._decode(sampled)
 
     def _hinted_round(self, asked: List[Tuple[_Open, Dict[str, Any]]], inputs, prompts, g: int, width: int) -> None:
         """Samples and scores ``g`` hinted attempts for every hint of one round, in one call of
