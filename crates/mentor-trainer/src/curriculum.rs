@@ -277,6 +277,48 @@ pub fn task_level(task: &Task) -> Option<u32> {
     task.meta.level
 }
 
+/// The curriculum section's rules, applied.
+impl crate::config::CurriculumSection {
+    /// The training task of problem `p`, its reference in [`Self::reference`]'s layout.
+    pub fn train_task(&self, p: &Problem, id: String, level: u32) -> mentor_core::Task {
+        let task = p.task(id, level);
+        match self.reference {
+            crate::config::ReferenceStyle::Learner => task,
+            crate::config::ReferenceStyle::Teacher => task.with_reference_solution(p.teacher_solution()),
+        }
+    }
+
+    /// The operand rule at `level`.
+    pub fn operands_at(&self, level: u32) -> Operands {
+        if self.full_operand_levels.contains(&level) {
+            Operands::Full
+        } else {
+            self.operands
+        }
+    }
+
+    /// The ten-column rule at `level` (see [`CurriculumSection::ten_levels`]).
+    pub fn tens_at(&self, level: u32) -> Tens {
+        if self.ten_levels.is_empty() {
+            Tens::Any
+        } else if self.ten_levels.contains(&level) {
+            Tens::One
+        } else {
+            Tens::None
+        }
+    }
+
+    /// Draws a level-`level` problem under the operand and ten-column rules.
+    pub fn draw(&self, level: u32, rng: &mut impl rand::Rng) -> Problem {
+        Problem::draw_with(level, self.operands_at(level), self.tens_at(level), rng)
+    }
+
+    /// A seeded stream of `count` level-`level` tasks (see [`crate::curriculum::tasks`]).
+    pub fn tasks(&self, seed: u64, level: u32, count: usize, tag: &str) -> Vec<mentor_core::Task> {
+        tasks(seed, level, self.operands_at(level), self.tens_at(level), count, tag)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
