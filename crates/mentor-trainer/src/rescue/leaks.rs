@@ -4,7 +4,11 @@
 //! the solution away) — and a code hint also leaks when it repeats more of the reference's
 //! lines than `mentor.max_code_overlap` allows.
 
+use mentor_agents::reference_overlap;
 use mentor_core::{Hint, Payload, Task, Verifier};
+
+use super::{Cell, Ctx, Problem};
+use crate::error::Result;
 
 /// What a hint shows: its text, and its forced prefix when the text does not contain it.
 pub fn shown(hint: &Hint) -> String {
@@ -13,10 +17,6 @@ pub fn shown(hint: &Hint) -> String {
         _ => hint.text.clone(),
     }
 }
-
-/// Share of the reference's non-trivial lines that `shown` contains as lines: the guard's
-/// measure ([`mentor_agents::reference_overlap`]).
-use mentor_agents::reference_overlap;
 
 /// Whether each hint leaks its task's answer (see the module docs), judged in one batch.
 pub fn leaks(items: &[(&Task, &Hint)], verifier: &dyn Verifier, max_code_overlap: f64) -> Vec<bool> {
@@ -38,6 +38,30 @@ pub fn leaks(items: &[(&Task, &Hint)], verifier: &dyn Verifier, max_code_overlap
             verdict.passed() || copied
         })
         .collect()
+}
+
+/// Stage 6: the leaks and the token length of every hint `cells` show, into their cells.
+pub(super) fn of_hints(ctx: &Ctx<'_>, problems: &[Problem<'_>], cells: &mut [Vec<Cell>]) -> Result<()> {
+    let mut items = Vec::new();
+    let mut owners = Vec::new();
+    for (k, row_cells) in cells.iter().enumerate() {
+        for (p, cell) in row_cells.iter().enumerate() {
+            for h in &cell.hints {
+                items.push((problems[p].task, h));
+                owners.push((k, p));
+            }
+        }
+    }
+    let leaked = leaks(&items, ctx.verifier, ctx.cfg.mentor.max_code_overlap);
+    let mut lengths = Vec::with_capacity(items.len());
+    for (_, h) in &items {
+        lengths.push(ctx.policy.tokenizer().encode(&h.text)?.len());
+    }
+    for (((k, p), leak), len) in owners.into_iter().zip(leaked).zip(lengths) {
+        cells[k][p].leaks += usize::from(leak);
+        cells[k][p].hint_tokens.push(len);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

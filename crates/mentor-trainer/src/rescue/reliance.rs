@@ -8,9 +8,46 @@
 //! the unhinted policy. Strongly negative: the success leans on the hint.
 
 use mentor_core::Message;
+use mentor_integration::Credit;
 use mentor_policy::{Entropy, Kernels, LogProbOptions, Policy};
 
+use super::{Cell, Ctx, Problem};
 use crate::error::Result;
+
+/// Stage 5: the reliance of every rescued (passing) hinted attempt of `cells`, appended to
+/// its cell in attempt order.
+pub(super) fn of_rescued(ctx: &Ctx<'_>, problems: &[Problem<'_>], cells: &mut [Vec<Cell>]) -> Result<()> {
+    let iv = &ctx.cfg.strategy.intervention;
+    let mut rescued_attempts = Vec::new();
+    let mut rescued_owners = Vec::new();
+    for (k, row_cells) in cells.iter().enumerate() {
+        for (p, cell) in row_cells.iter().enumerate() {
+            for (j, s) in cell.attempts.iter().enumerate() {
+                let Some(hint) = cell.hints.get(j / ctx.g_hint.max(1)) else { continue };
+                if !s.attempt.verdict.passed() {
+                    continue;
+                }
+                let task = problems[p].task;
+                let prefix = match iv.credit {
+                    Credit::Prefix => hint.solution_prefix.clone(),
+                    _ => None,
+                };
+                rescued_attempts.push(Rescued {
+                    unhinted: task.prompt.clone(),
+                    hinted: iv.hint_format.apply(task, hint),
+                    prefix,
+                    completion: s.ids.clone(),
+                });
+                rescued_owners.push((k, p));
+            }
+        }
+    }
+    let values = reliance(ctx.policy, &rescued_attempts, ctx.cfg.rescue.batch_rows)?;
+    for ((k, p), v) in rescued_owners.into_iter().zip(values) {
+        cells[k][p].reliance.push(v);
+    }
+    Ok(())
+}
 
 /// One rescued attempt to measure.
 #[derive(Debug, Clone, PartialEq)]

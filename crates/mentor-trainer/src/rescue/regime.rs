@@ -1,0 +1,59 @@
+//! Which training problems a rescue samples, and how they are prompted (`rescue.stratum`,
+//! `rescue.prompt`).
+
+use mentor_core::Task;
+
+use crate::config::TrainConfig;
+use crate::error::{Error, Result};
+
+/// The training problems of the configured regime: those of `rescue.stratum` (a stratum of
+/// `mentor probe`, the generated arithmetic problems included), each prompt in
+/// `rescue.prompt`'s style.
+pub(super) fn tasks(cfg: &TrainConfig, tasks: Vec<Task>) -> Result<Vec<Task>> {
+    use crate::probe::strata;
+    let r = &cfg.rescue;
+    let strata_of =
+        |tasks: &[Task]| strata::of_dataset(tasks, cfg.data.kind.dataset().map_or("data", |d| d.name()));
+    let (chosen, examples) = if r.stratum.is_empty() {
+        let examples = strata_of(&tasks).first().map(|s| s.examples.clone()).unwrap_or_default();
+        (tasks, examples)
+    } else if let Some(rest) = r.stratum.strip_prefix("arith ") {
+        // `arith <steps>-step seed <seed>`: as many generated problems as the rescue may use.
+        let parsed = rest
+            .split_once("-step seed ")
+            .and_then(|(steps, seed)| Some((steps.parse::<usize>().ok()?, seed.parse::<u64>().ok()?)));
+        let Some((steps, seed)) = parsed else {
+            return Err(Error::Config {
+                file: "[rescue]".into(),
+                message: format!(
+                    "`rescue.stratum` = \"{}\": expected `arith <steps>-step seed <seed>`",
+                    r.stratum
+                ),
+            });
+        };
+        let n = if r.problems > 0 { r.problems } else { 10 * r.collapsed.max(1) };
+        let s = strata::arith(seed, steps, n, cfg.data.system_prompt.as_deref());
+        (s.tasks, s.examples)
+    } else {
+        let all = strata_of(&tasks);
+        let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
+        let Some(s) = all.into_iter().find(|s| s.name == r.stratum) else {
+            return Err(Error::Config {
+                file: "[rescue]".into(),
+                message: format!(
+                    "`rescue.stratum` = \"{}\" is not a stratum of this data (allowed: {}, or `arith <steps>-step seed <seed>`)",
+                    r.stratum,
+                    names.join(", ")
+                ),
+            });
+        };
+        (s.tasks, s.examples)
+    };
+    Ok(chosen
+        .into_iter()
+        .map(|mut t| {
+            t.prompt = strata::prompt(&t, r.prompt, &examples);
+            t
+        })
+        .collect())
+}
