@@ -2,17 +2,17 @@
 //! overrides, validated up front so a mistake is reported before any work starts, naming the
 //! field and the values it allows.
 //!
-//! One module per section (`[run]` in `run.rs`, ...), each with the checks that need only its
-//! own fields (`validate`); this module holds the whole [`TrainConfig`], loading and the
-//! checks that span sections; `overrides.rs` is the `--set` engine and TRL's other names,
-//! `resume.rs` what a `--resume` may change.
+//! One module per section (`[run]` in `run.rs`, ...; `[curriculum]` lives with the curriculum
+//! in `crate::curriculum`), each with the checks that need only its own fields (`validate`);
+//! this module holds the whole [`TrainConfig`], loading and the checks that span sections;
+//! `overrides.rs` is the `--set` engine and TRL's other names, `resume.rs` what a `--resume`
+//! may change.
 
 use std::path::{Path, PathBuf};
 
 use mentor_grpo::GrpoConfig;
 use serde::{Deserialize, Serialize};
 
-mod curriculum;
 mod data;
 mod eval;
 mod mentor;
@@ -25,7 +25,7 @@ mod run;
 mod sampling;
 mod strategy;
 
-pub use curriculum::{CurriculumSection, ReferenceStyle};
+pub use crate::curriculum::{CurriculumSection, ReferenceStyle};
 pub use data::{CodeReward, DataKind, DataSection, TaskSpec};
 pub use eval::EvalSection;
 pub use mentor::{Backend, MentorModel, MentorSection, PromptSet};
