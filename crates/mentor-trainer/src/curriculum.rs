@@ -272,11 +272,6 @@ pub fn tasks(seed: u64, level: u32, operands: Operands, tens: Tens, count: usize
         .collect()
 }
 
-/// The level of a task made by [`Problem::task`].
-pub fn task_level(task: &Task) -> Option<u32> {
-    task.meta.level
-}
-
 /// `[curriculum]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -288,7 +283,7 @@ pub struct CurriculumSection {
     /// Levels at which `Full` operands are used regardless of `operands` (the hard level).
     pub full_operand_levels: Vec<u32>,
     /// Levels whose every problem holds exactly one ten column (a column summing to 10,
-    /// `4+5+1=10`; see [`crate::curriculum`]). When set, the other levels and pretraining's
+    /// `4+5+1=10`; see the module docs). When set, the other levels and pretraining's
     /// targets hold none: it is the skill the model lacks. Empty: problems are drawn as they
     /// come.
     pub ten_levels: Vec<u32>,
@@ -300,7 +295,7 @@ pub struct CurriculumSection {
     /// scratchpad, as pretraining teaches it) or `teacher` (the same arithmetic, most
     /// significant column first: a layout the learner never produces). With `teacher`, every
     /// arm that shows the learner reference lines sees them through one shared rewrite into
-    /// the learner's layout ([`crate::curriculum::learner_solution`]), and `full_solution`
+    /// the learner's layout (`learner_solution`), and `full_solution`
     /// trains on the teacher's text as written.
     pub reference: ReferenceStyle,
 }
@@ -388,7 +383,7 @@ impl CurriculumSection {
         Problem::draw_with(level, self.operands_at(level), self.tens_at(level), rng)
     }
 
-    /// A seeded stream of `count` level-`level` tasks (see [`crate::curriculum::tasks`]).
+    /// A seeded stream of `count` level-`level` tasks (see `tasks`).
     pub fn tasks(&self, seed: u64, level: u32, count: usize, tag: &str) -> Vec<mentor_core::Task> {
         tasks(seed, level, self.operands_at(level), self.tens_at(level), count, tag)
     }
@@ -468,7 +463,7 @@ mod tests {
         let a = tasks(3, 4, Operands::Full, Tens::Any, 5, "train");
         assert_eq!(a, tasks(3, 4, Operands::Full, Tens::Any, 5, "train"));
         assert_ne!(a, tasks(4, 4, Operands::Full, Tens::Any, 5, "train"));
-        assert!(a.iter().all(|t| task_level(t) == Some(4)));
+        assert!(a.iter().all(|t| t.meta.level == Some(4)));
         for t in &a {
             let (x, y) = t.question().trim_end_matches('=').split_once('+').unwrap();
             assert_eq!((x.len(), y.len()), (4, 4), "{}", t.question());

@@ -1,41 +1,42 @@
 //! The `mentor` command-line tool and the training loop that wires policy, verifiers,
 //! mentor and GRPO together.
 //!
-//! This crate orchestrates; it owns no algorithm. The library half is the run machinery —
-//! [`config`] (TOML + presets), [`curriculum`] (the embedded task family), [`pretrain`],
-//! [`train`] (the loop), [`memory`] (the peak-memory estimate a run checks before it starts),
-//! [`eval`], [`checkpoint`], [`report`], [`rescue`] (the paired
-//! measurement of how often each mentor rescues a collapsed group) and [`probe`] (where the
-//! learner's unhinted pass@1 puts it at the edge of what it can do, over generated
-//! [`arith`] problems too) — and every
-//! subcommand is a private module under `commands` over it; the clap definitions live in `cli`.
+//! This crate orchestrates; it owns no algorithm. Its public surface is what the `mentor`
+//! binary and the end-to-end tests use: [`main`], [`config`] (TOML + presets), [`train`]
+//! (the loop, as a library call) and [`local_mentor`] (an in-process policy as a mentor).
+//! The rest of the run machinery is private: `curriculum` (the embedded task family),
+//! `pretrain`, `memory` (the peak-memory estimate a run checks before it starts), `eval`,
+//! `checkpoint`, `report`, `rescue` (the paired measurement of how often each mentor rescues a
+//! collapsed group) and `probe` (where the learner's unhinted pass@1 puts it at the edge of
+//! what it can do, over generated `arith` problems too); every subcommand is a private module
+//! under `commands` over it; the clap definitions live in `cli`.
 //! Data goes to stdout, logs and progress to stderr, and errors end with a `hint:` line
 //! when there is something to do about them.
 #![deny(missing_docs)]
 
-pub mod arith;
-pub mod checkpoint;
+mod arith;
+mod checkpoint;
 mod cli;
 mod commands;
 pub mod config;
-pub mod curriculum;
+mod curriculum;
 mod error;
-pub mod eval;
-pub mod jsonl;
+mod eval;
+mod jsonl;
 pub mod local_mentor;
-pub mod memory;
-pub mod policy;
-pub mod pretrain;
-pub mod probe;
+mod memory;
+mod policy;
+mod pretrain;
+mod probe;
 mod progress;
-pub mod report;
-pub mod rescue;
-pub mod rollout;
-pub mod seed;
-pub mod stats;
+mod report;
+mod rescue;
+mod rollout;
+mod seed;
+mod stats;
 pub mod train;
-pub mod update;
-pub mod verify;
+mod update;
+mod verify;
 
 pub use error::{Error, Result};
 

@@ -1,6 +1,5 @@
-//! Building the policy a config asks for ([`build`], [`model_config`], [`param_count`],
-//! [`load_dir`]), and the seeded mixing every random stream of a run is derived from ([`mix`],
-//! [`str_key`]).
+//! Building the policy a config asks for ([`build`], [`model_config`], [`load_dir`]). The
+//! seeded mixing every random stream of a run is derived from is `crate::seed`.
 
 use std::path::PathBuf;
 
@@ -76,7 +75,9 @@ pub fn model_config(model: &ModelSection) -> Result<Option<Config>> {
     Ok(Some(mentor_policy::config_from_gguf(&ct)?))
 }
 
-/// Parameters of a model with configuration `cfg` (the sum of its weight shapes).
+/// Parameters of a model with configuration `cfg` (the sum of its weight shapes), without
+/// building it (the memory estimate's tests).
+#[cfg(test)]
 pub fn param_count(cfg: &Config) -> usize {
     cfg.weight_shapes()
         .iter()

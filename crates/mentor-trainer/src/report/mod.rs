@@ -21,15 +21,11 @@ mod stats;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub use hints::{hint_tables, ArmHints, HintCell, HintExample, EXAMPLES_PER_CELL, NO_DIAGNOSIS};
+pub use hints::{hint_tables, ArmHints};
 pub use load::{load_run, load_runs_under, RunData};
-pub use markdown::text_cell;
-pub use paired::{paired_summary, ArmInterval, Bootstrap, PairedDifference, PairedSummary, RunOutcome};
-pub use plot::{arm_color, SMOOTH_WINDOW};
-pub use stats::{
-    aggregate, arm_order, arm_table, post_jump_mean, run_stats, Agg, ArmRow, FinalEval, RunStats, StepMetric,
-    DYNAMICS, REWARD, ZRF,
-};
+pub use paired::{paired_summary, Bootstrap, PairedSummary};
+pub use plot::arm_color;
+pub use stats::{arm_table, run_stats, Agg, ArmRow, RunStats};
 
 /// Name of the Markdown file written by [`write_report`].
 pub const REPORT_FILE: &str = "report.md";

@@ -34,8 +34,8 @@ use indicatif::ProgressBar;
 use mentor_core::{Attempt, Diagnosis, FailureCategory, GuardRejection, Hint, HintLevel, Task, Verifier};
 use mentor_policy::{Policy, Sampler};
 
-pub use crate::config::{RescueArm, RescueSection};
-pub use records::{ArmSummary, BaseLine, CategoryArm, CategorySummary, RescueLine, RescueSummary};
+pub use crate::config::RescueArm;
+pub use records::RescueSummary;
 
 use self::arms::{ask, Asked, Mentors};
 use self::sampling::{PairedSampler, Scored};

@@ -1,5 +1,5 @@
 //! Checks a run makes after its model is loaded and before it writes anything: every length
-//! against the model's context, and the [`crate::memory`] estimate against the machine's
+//! against the model's context, and the `memory` estimate against the machine's
 //! memory.
 
 use mentor_core::Task;
@@ -125,7 +125,7 @@ pub fn check_lengths(cfg: &TrainConfig, policy: &Policy, budget: &PromptBudget) 
     Ok(())
 }
 
-/// What a run's step asks of its model, for [`memory::estimate`]: `budget` is its longest
+/// What a run's step asks of its model, for `memory::estimate`: `budget` is its longest
 /// prompt, `eval_tasks` the size of its largest evaluation set, `pretraining` the pretraining
 /// a fresh run does first (see [`pretraining`]).
 pub fn workload(

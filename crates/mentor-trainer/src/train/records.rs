@@ -11,7 +11,7 @@ use crate::eval::EvalRow;
 
 /// The file of a run that holds one [`StepRecord`] per step.
 pub const METRICS_FILE: &str = "metrics.jsonl";
-/// The file of a run that holds its evaluations (one [`EvalRow`] per set and evaluation).
+/// The file of a run that holds its evaluations (one `EvalRow` per set and evaluation).
 pub const EVAL_FILE: &str = "eval.jsonl";
 /// The file of a run that says what it is ([`RunInfo`]).
 pub const RUN_FILE: &str = "run.json";
