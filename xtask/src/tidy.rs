@@ -20,6 +20,19 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
         "mentor-agents",
         &["wasmtime", "candle-core", "mentor-policy", "mentor-verify-code", "mentor-verify-math"],
     ),
+    // The server needs a policy and nothing of training, verifying or mentoring.
+    (
+        "mentor-serve",
+        &[
+            "wasmtime",
+            "mentor-grpo",
+            "mentor-verify-math",
+            "mentor-verify-code",
+            "mentor-agents",
+            "mentor-integration",
+            "mentor-trainer",
+        ],
+    ),
     ("xtask", &["candle-core", "wasmtime"]),
     // The Python wheel binds the library crates, never the trainer.
     ("mentor-python", &["mentor-trainer"]),

@@ -1,6 +1,13 @@
-//! `mentor serve`: an OpenAI-compatible chat-completions endpoint over a local model.
+//! An OpenAI-compatible chat-completions endpoint over a local `mentor-policy` model: what
+//! `mentor serve` runs, and what the `llm` mentor backend can talk to.
 //!
-//! Routing, validation and generation live in [`openai`] (socket-free); this module is the HTTP
+//! ```no_run
+//! let options = mentor_serve::ServeOptions::new("SmolLM2-135M-Instruct.Q4_1.gguf");
+//! mentor_serve::run(&options)?; // serves until the process is killed
+//! # Ok::<(), mentor_serve::ServeError>(())
+//! ```
+//!
+//! Routing, validation and generation live in `openai.rs` (socket-free); this module is the HTTP
 //! layer: a small HTTP/1.1 server on `std::net`, built so that no client can hold up another.
 //! (It replaced `tiny_http`, which reads request heads on unbounded threads without a timeout,
 //! leaves the body to be read on the serving loop, and hides the socket, so a stalled body could
@@ -34,6 +41,8 @@
 //! Limits that remain: many slow clients at once can fill `--max-connections` until their read
 //! timeouts expire (there is no per-address limit), and the server has no TLS.
 
+#![deny(missing_docs)]
+
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -42,11 +51,93 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
 use mentor_policy::{HubOptions, LoadOptions, ModelSource, Policy};
 use serde_json::json;
 
 use self::openai::{ChatJob, ChatService, Reply, Routed, ServiceConfig};
+
+/// The crate's result.
+pub type Result<T, E = ServeError> = std::result::Result<T, E>;
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A limit or timeout out of range; the message names the option.
+    #[error("{0}")]
+    Options(String),
+    /// The address could not be bound (taken, not local, no permission).
+    #[error("cannot bind {address}: {source}")]
+    Bind {
+        /// `host:port` as given.
+        address: String,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The model could not be loaded.
+    #[error("cannot load `{model}`: {source}\nhint: pass a Hub repo id, a model directory or a .gguf file (`cargo xtask setup` installs SmolLM2's GGUF under $MENTOR_HOME/models)")]
+    Load {
+        /// The model argument.
+        model: String,
+        /// The loader's error.
+        #[source]
+        source: mentor_policy::Error,
+    },
+    /// The model has no chat template, so it cannot answer chat completions.
+    #[error("`{0}` has no chat template: it cannot serve chat completions")]
+    NoChatTemplate(String),
+    /// Accepting connections kept failing (more than a thousand times in a row).
+    #[error("accept keeps failing: {0}")]
+    Accept(#[source] std::io::Error),
+}
+
+/// What to serve and within which bounds (the flags of `mentor serve`, same defaults).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeOptions {
+    /// Hub repo id (`org/name[@revision]`), a local model directory, or a `.gguf` file.
+    pub model: String,
+    /// Address to bind.
+    pub host: String,
+    /// Port to bind; 0 picks a free one (the bound address is printed on stderr as
+    /// `listening on http://ADDR`).
+    pub port: u16,
+    /// Model id listed by `/v1/models` and echoed in replies (default: from `model`).
+    pub model_id: Option<String>,
+    /// `max_tokens` for requests that give none.
+    pub default_max_tokens: usize,
+    /// Upper bound on `max_tokens` (larger requests are clamped).
+    pub max_tokens_cap: usize,
+    /// Chat completions generating at once.
+    pub max_concurrency: usize,
+    /// Chat completions waiting for a generation slot; past that, 503.
+    pub max_queue: usize,
+    /// Connections open at once; must exceed `max_concurrency + max_queue`.
+    pub max_connections: usize,
+    /// Seconds a client has to send its whole request; also the limit on each reply write.
+    pub read_timeout_s: f64,
+    /// Seconds from connecting to the reply; past that, 504.
+    pub request_timeout_s: f64,
+}
+
+impl ServeOptions {
+    /// `model` on 127.0.0.1:8080 with the CLI's defaults.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            host: "127.0.0.1".into(),
+            port: 8080,
+            model_id: None,
+            default_max_tokens: 256,
+            max_tokens_cap: 2048,
+            max_concurrency: 2,
+            max_queue: 16,
+            max_connections: 64,
+            read_timeout_s: 30.0,
+            request_timeout_s: 300.0,
+        }
+    }
+}
 
 pub mod openai;
 
@@ -64,8 +155,6 @@ const STACK: usize = 8 << 20;
 /// Most connections past `--max-connections` answered 503 at once (the rest are closed).
 const MAX_REJECTING: usize = 16;
 
-pub use crate::cli::ServeArgs;
-
 /// The server's bounds, from the flags.
 #[derive(Debug, Clone, PartialEq)]
 struct Limits {
@@ -77,12 +166,12 @@ struct Limits {
 }
 
 impl Limits {
-    fn from_args(args: &ServeArgs) -> Result<Self> {
+    fn from_args(args: &ServeOptions) -> Result<Self> {
         let seconds = |flag: &str, s: f64| {
             if s > 0.0 {
-                Duration::try_from_secs_f64(s).map_err(|e| anyhow!("{flag} {s}: {e}"))
+                Duration::try_from_secs_f64(s).map_err(|e| ServeError::Options(format!("{flag} {s}: {e}")))
             } else {
-                Err(anyhow!("{flag} {s} must be a positive number of seconds"))
+                Err(ServeError::Options(format!("{flag} {s} must be a positive number of seconds")))
             }
         };
         let limits = Self {
@@ -98,15 +187,15 @@ impl Limits {
 
     fn check(&self) -> Result<()> {
         if self.max_concurrency == 0 {
-            bail!("--max-concurrency must be at least 1");
+            return Err(ServeError::Options("--max-concurrency must be at least 1".into()));
         }
         if self.max_connections <= self.max_concurrency + self.max_queue {
-            bail!(
+            return Err(ServeError::Options(format!(
                 "--max-connections {} must exceed --max-concurrency {} + --max-queue {} (room for the requests that are not generating)",
                 self.max_connections,
                 self.max_concurrency,
                 self.max_queue
-            );
+            )));
         }
         Ok(())
     }
@@ -122,21 +211,23 @@ fn default_model_id(model: &str) -> String {
     .unwrap_or_else(|| model.to_string())
 }
 
-/// Runs `mentor serve` until killed.
-pub fn run(args: &ServeArgs) -> Result<()> {
+/// Serves `args.model` until the process is killed (or accepting fails for good). Progress
+/// lines (what is served, the limits, `listening on http://ADDR`, one line per request) go to
+/// stderr.
+pub fn run(args: &ServeOptions) -> Result<()> {
     let limits = Limits::from_args(args)?;
     // Bind first: a taken port fails at once, not after loading the model; connections made
     // while the model loads wait in the backlog.
-    let listener = TcpListener::bind((args.host.as_str(), args.port))
-        .with_context(|| format!("cannot bind {}:{}", args.host, args.port))?;
-    let addr: SocketAddr = listener.local_addr().context("the bound address")?;
+    let address = format!("{}:{}", args.host, args.port);
+    let bind_error = |source| ServeError::Bind { address: address.clone(), source };
+    let listener = TcpListener::bind((args.host.as_str(), args.port)).map_err(bind_error)?;
+    let addr: SocketAddr = listener.local_addr().map_err(bind_error)?;
     let hub = HubOptions::from_env(|k| std::env::var(k).ok());
     let opts = LoadOptions { hub, ..LoadOptions::default() };
-    let policy = Policy::load(&ModelSource::parse(&args.model), &opts).with_context(|| {
-        format!("cannot load `{}`\nhint: pass a Hub repo id, a model directory or a .gguf file (`cargo xtask setup` installs SmolLM2's GGUF under $MENTOR_HOME/models)", args.model)
-    })?;
+    let policy = Policy::load(&ModelSource::parse(&args.model), &opts)
+        .map_err(|source| ServeError::Load { model: args.model.clone(), source })?;
     if policy.chat_template().is_none() {
-        return Err(anyhow!("`{}` has no chat template: it cannot serve chat completions", args.model));
+        return Err(ServeError::NoChatTemplate(args.model.clone()));
     }
     let cfg = ServiceConfig {
         model_id: args.model_id.clone().unwrap_or_else(|| default_model_id(&args.model)),
@@ -171,7 +262,7 @@ fn serve(listener: TcpListener, server: Arc<Server>) -> Result<()> {
                 failures += 1;
                 eprintln!("serve: accept failed: {e}");
                 if failures > 1000 {
-                    return Err(e).context("accept keeps failing");
+                    return Err(ServeError::Accept(e));
                 }
                 std::thread::sleep(Duration::from_millis(50));
                 continue;
