@@ -2,6 +2,8 @@
 //! reference solution's steps to find the first step the group got wrong, check written
 //! computations for slips, and read the verifier's feedback (no answer, sign, percentage).
 
+use std::collections::BTreeSet;
+
 use mentor_core::numbers::format_number;
 use mentor_core::{Attempt, Diagnosis, Evidence, FailureCategory, Feedback, MathOutcome, MathRelation, Task};
 
@@ -203,7 +205,7 @@ fn calculation_at(steps: &[ReferenceStep], k: usize, attempt: &str) -> Option<Co
 }
 
 /// Lower-case words of four letters or more: what two sentences about the same event share.
-fn content_words(text: &str) -> Vec<String> {
+fn content_words(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !c.is_alphabetic())
         .filter(|w| w.chars().count() >= 4)
         .map(str::to_lowercase)
@@ -247,14 +249,11 @@ fn question_sentence(question: &str, steps: &[ReferenceStep], k: usize) -> Optio
         let holds_operand = numbers(sentence).iter().any(|f| operands.iter().any(|o| same(*o, f.value)));
         // The step's words that this sentence alone uses ("triples"; not "eggs", which
         // every sentence has).
-        let mut shared: Vec<&String> = own
-            .iter()
-            .filter(|w| words.contains(w))
-            .filter(|w| sentences.iter().enumerate().all(|(j, (_, other))| j == i || !other.contains(w)))
-            .collect();
-        shared.sort_unstable();
-        shared.dedup();
-        let score = usize::from(holds_operand) * 100 + shared.len();
+        let shared = own
+            .intersection(&words)
+            .filter(|w| sentences.iter().enumerate().all(|(j, (_, other))| j == i || !other.contains(*w)))
+            .count();
+        let score = usize::from(holds_operand) * 100 + shared;
         if score > 0 && best.is_none_or(|(b, _)| score > b) {
             best = Some((score, sentence));
         }

@@ -82,15 +82,19 @@ impl Tutor for RulesTutor {
                 // The diagnosis usually located the wrong step already; redo the comparison
                 // with the attempts only when it did not (an LLM diagnosis, say). Without a
                 // located wrong step, point at the first step.
+                let analysis = diagnosis.first_wrong_step.is_none().then(|| math::analyse(task, attempts));
                 let k = diagnosis
                     .first_wrong_step
-                    .or_else(|| math::analyse(task, attempts).first_wrong)
+                    .or_else(|| analysis.as_ref().and_then(|a| a.first_wrong))
                     .unwrap_or(0);
                 if k > 0 && k <= steps.len() {
                     let earlier: Vec<&str> = steps[..k].iter().map(|s| s.text.as_str()).collect();
                     ctx.earlier = Some(earlier.join(" "));
                 }
-                let check = math::check_step(task, steps, k, attempts);
+                // The analysis checked its located step already; check it only once.
+                let check = analysis
+                    .and_then(|a| a.check)
+                    .unwrap_or_else(|| math::check_step(task, steps, k, attempts));
                 ctx.question_quote = check.question_quote.clone();
                 if let Some((needed, used)) = check.wrong_operation(attempts.len()) {
                     ctx.op_step = Some(k + 1);
