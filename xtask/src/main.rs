@@ -113,10 +113,11 @@ enum Command {
         /// before touching the trainer (under 3 minutes once the venvs exist).
         #[arg(long)]
         quick: bool,
-        /// Which end of the supported TRL range: `newest` (1.16, the default), `oldest` (1.15) or
-        /// `both`. trl 1.15.0's GRPOTrainer launches its triton log-prob kernel whatever the
-        /// device, so `oldest` fails on a machine without a GPU that triton drives.
-        #[arg(long, default_value = "newest", value_parser = ["both", "newest", "oldest"])]
+        /// Which end of the supported TRL range: `both` (the default), `newest` (1.16) or
+        /// `oldest` (1.15). On a CPU, trl 1.15.0's Triton log-prob kernel (launched whatever the
+        /// device) is replaced in the check's process by the same function in torch ops
+        /// (`bench/cpu_logprob.py`, checked against the model's own logits).
+        #[arg(long, default_value = "both", value_parser = ["both", "newest", "oldest"])]
         trl: String,
         /// Extra arguments for `crates/mentor-python/bench/trl_mentor.py` (after `--`), e.g.
         /// `-- --steps 3 --credit in_context`.

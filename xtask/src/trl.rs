@@ -14,12 +14,15 @@
 //!
 //! It runs against both ends of the supported TRL range (`--trl oldest|newest|both`, default
 //! both): trl 1.16.0 in the step bench's venv and trl 1.15.0 in a second venv with every other
-//! pin the same. `--quick` swaps SmolLM2 for a tiny random model (SmolLM2's tokenizer), one
+//! pin the same (on a CPU, 1.15's Triton log-prob kernel, which it launches whatever the device,
+//! is replaced in the script's process by torch ops: `bench/cpu_logprob.py`). Each run also
+//! takes one step with `Mentor("self")`. `--quick` swaps SmolLM2 for a tiny random model (SmolLM2's tokenizer), one
 //! step per arm and credit mode, one process: the check to run before touching the trainer.
 //!
 //! Then the multi-process check: the same script with `--processes 2` (two CPU processes under
 //! `torch.distributed.run`, gloo, the threads split between them), where only the first
-//! process's mentor hints. It fails unless every process made the same hinted generate calls
+//! process's mentor hints, then one `Mentor("self")` step where only the first process has
+//! groups to mentor. It fails unless every process made the same mentor and hinted generate calls
 //! (the lockstep vLLM's gather and ZeRO-3 need) and the logged mentor counts are the sums over
 //! the processes; its summary is `<target>/bench/trl_mentor_ddp-<version>.json`. `--processes 1` skips it.
 

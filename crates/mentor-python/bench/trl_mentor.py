@@ -52,6 +52,11 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "mentor-trainer", "bench"))
 from trl_step import cpu_grpo_config, load_gguf  # noqa: E402
 
+import cpu_logprob  # noqa: E402  (beside this file)
+
+# Set in main(): trl 1.15 on a CPU runs with its Triton log-prob kernel swapped for torch ops.
+SHIM = {"on": False, "max_diff": []}
+
 SYSTEM = "Solve the problem step by step. End with the final answer as \\boxed{...}."
 
 
@@ -197,6 +202,8 @@ def run_arm(args, arm, rows):
         intervention=Intervention(credit=args.credit, start_level=args.start_level),
         callbacks=[recorder(logs, step_seconds)],
     )
+    if SHIM["on"]:
+        SHIM["max_diff"].append(cpu_logprob.check(trainer.model, tok, getattr(trainer, "temperature", 1.0)))
     trainer.train()
 
     def total(key):
@@ -277,6 +284,8 @@ def run_ddp(args, rows):
         intervention=Intervention(credit=args.credit, start_level=args.start_level),
         callbacks=[recorder(logs, step_seconds)],
     )
+    if SHIM["on"]:
+        SHIM["max_diff"].append(cpu_logprob.check(trainer.model, tok, getattr(trainer, "temperature", 1.0)))
     t0 = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - t0
@@ -409,6 +418,12 @@ def main():
     import transformers
     import trl
 
+    if cpu_logprob.needed():
+        cpu_logprob.install()
+        SHIM["on"] = True
+        print("note: trl %s on a CPU: its Triton log-prob kernel is replaced by torch ops in this process "
+              "(bench/cpu_logprob.py), each trainer's fused head checked against the model's own logits" % trl.__version__,
+              flush=True)
     rows = []
     with open(args.data) as f:
         for i, line in enumerate(f):
@@ -445,8 +460,10 @@ def main():
 
     vanilla, mentor = arms
     lines = [
-        "| trl %s, transformers %s%s | vanilla (mentor=None) | MENTOR (rules, credit=%s) |"
-        % (trl.__version__, transformers.__version__, ", quick (tiny random model)" if args.quick else "", args.credit),
+        "| trl %s, transformers %s%s%s | vanilla (mentor=None) | MENTOR (rules, credit=%s) |"
+        % (trl.__version__, transformers.__version__, ", quick (tiny random model)" if args.quick else "",
+           ", Triton log-prob kernel as torch ops (max |diff| %.1e)" % max(SHIM["max_diff"]) if SHIM["on"] else "",
+           args.credit),
         "|---|---|---|",
         "| interventions | %d | %d |" % (vanilla["interventions"], mentor["interventions"]),
         "| rescued groups | %d | %d |" % (vanilla["rescued"], mentor["rescued"]),
@@ -510,6 +527,7 @@ def main():
         "credit_modes": modes,
         "self_mentor": learner,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
+        "logprob_kernel": {"torch_ops": SHIM["on"], "max_abs_diff": max(SHIM["max_diff"], default=None)},
     }
     if args.out:
         tmp = args.out + ".tmp"
