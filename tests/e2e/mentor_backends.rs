@@ -18,7 +18,7 @@ use mentor_core::{
     Attempt, Completion, FailureCategory, FinishReason, HintLevel, Intervention, Mentor, MentorRequest, Task,
 };
 use mentor_policy::{LoadOptions, ModelSource, Policy};
-use mentor_trainer::local_mentor::{self as local, LocalConfig, PolicyChat};
+use mentor_trainer::{local_mentor, LocalConfig, PolicyChat};
 use serde_json::{json, Value};
 
 use crate::{data_dir, mentor};
@@ -275,7 +275,7 @@ fn local_backend_with_smollm2_in_process() {
 
     // A one-token budget cannot hold a JSON reply: both agents fall back to rules.
     let tiny = LocalConfig { temperature: 0.0, max_tokens: 1, seed: 0 };
-    let (m, fallbacks) = local::mentor(policy, tiny, Prompts::default(), guard());
+    let (m, fallbacks) = local_mentor(policy, tiny, Prompts::default(), guard());
     assert_eq!(mentor_core::Mentor::name(&m), "local");
     assert_eq!(intervene(&m, &task, &attempts), rules);
     assert_eq!(fallbacks.get(), 2);

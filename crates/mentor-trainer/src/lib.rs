@@ -1,15 +1,19 @@
 //! The `mentor` command-line tool and the training loop that wires policy, verifiers,
 //! mentor and GRPO together.
 //!
-//! This crate orchestrates; it owns no algorithm. Its public surface is what the `mentor`
-//! binary and the end-to-end tests use: [`main`], [`config`] (TOML + presets), [`train`]
-//! (the loop, as a library call) and [`local_mentor`] (an in-process policy as a mentor).
-//! The rest of the run machinery is private: `curriculum` (the embedded task family),
-//! `pretrain`, `memory` (the peak-memory estimate a run checks before it starts), `eval`,
-//! `checkpoint`, `report`, `rescue` (the paired measurement of how often each mentor rescues a
-//! collapsed group) and `probe` (where the learner's unhinted pass@1 puts it at the edge of
-//! what it can do, over generated `arith` problems too); every subcommand is a private module
-//! under `commands` over it; the clap definitions live in `cli`.
+//! This crate orchestrates; it owns no algorithm, and the reusable parts are the library
+//! crates it wires (`mentor-policy`, `mentor-grpo`, the verifiers, `mentor-agents`,
+//! `mentor-integration`). Its modules are private; the root re-exports what the `mentor`
+//! binary and the end-to-end tests use: [`main`] / [`main_with`] (the CLI), [`Arm`] and
+//! [`PRESETS`] (the training arms and the embedded configs, which the tests enumerate) and
+//! the in-process model mentor ([`local_mentor`], [`PolicyChat`], [`LocalConfig`]).
+//! Inside: `config` (the TOML schema by section, presets, `--set` overrides, the resume
+//! diff), `train` (the loop), `curriculum` (the embedded task family), `pretrain`, `memory`
+//! (the peak-memory estimate a run checks before it starts), `eval`, `checkpoint`, `report`,
+//! `rescue` (the paired measurement of how often each mentor rescues a collapsed group) and
+//! `probe` (where the learner's unhinted pass@1 puts it at the edge of what it can do); every
+//! subcommand is a private module under `commands` over them; the clap definitions live in
+//! `cli`.
 //! Data goes to stdout, logs and progress to stderr, and errors end with a `hint:` line
 //! when there is something to do about them.
 #![deny(missing_docs)]
@@ -18,12 +22,12 @@ mod arith;
 mod checkpoint;
 mod cli;
 mod commands;
-pub mod config;
+mod config;
 mod curriculum;
 mod error;
 mod eval;
 mod jsonl;
-pub mod local_mentor;
+mod local_mentor;
 mod memory;
 mod policy;
 mod pretrain;
@@ -34,11 +38,13 @@ mod rescue;
 mod rollout;
 mod seed;
 mod stats;
-pub mod train;
+mod train;
 mod update;
 mod verify;
 
+pub use config::{Arm, PRESETS};
 pub use error::{Error, Result};
+pub use local_mentor::{mentor as local_mentor, Client, LocalConfig, PolicyChat};
 
 use std::process::ExitCode;
 

@@ -47,6 +47,15 @@ impl Default for LocalConfig {
 }
 
 /// A [`ChatModel`] over an in-process policy, batching the calls of registered clients.
+///
+/// It renders the conversation through the model's chat template and samples with fixed
+/// settings ([`LocalConfig`]). A model at batch 1 decodes a fraction of what it does at batch
+/// 32: callers that ask for many conversations at once register one [`Client`] per thread
+/// ([`PolicyChat::client`], all before any asks); while registered clients exist, a reply is
+/// generated only once every one of them is waiting, and their requests go through the model
+/// in one call. Each row samples from its own seed (the config's seed and the conversation),
+/// so a reply does not depend on its batch (up to float rounding). Without registered clients
+/// each call runs alone.
 pub struct PolicyChat {
     policy: Arc<Policy>,
     config: LocalConfig,
@@ -130,8 +139,9 @@ impl PolicyChat {
         self.calls.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Registers one client (see the [module docs](self)): create all of a round's clients
-    /// before any of them asks, so the first batch waits for every one.
+    /// Registers one client (batching: while registered clients exist, a reply is generated
+    /// only once every one of them is waiting): create all of a round's clients before any of
+    /// them asks, so the first batch waits for every one.
     pub fn client(self: &Arc<Self>) -> Client {
         self.lock().clients += 1;
         Client { chat: self.clone() }

@@ -13,8 +13,8 @@ use mentor_integration::{FailedAttempt, InterventionRecord};
 use super::load::RunData;
 use crate::config::Arm;
 use crate::eval::EvalRow;
+use crate::train::records::{InterventionLine, StepTiming};
 use crate::train::{InterventionEntry, RunInfo, StepRecord};
-use crate::train::{InterventionLine, StepTiming};
 
 /// A trained step of a curriculum run at level 4 with 8 groups: `reward` mean unhinted
 /// reward, `zrf` zero-reward fraction, `intervened` / `rescued` groups.

@@ -13,11 +13,11 @@ pub(crate) mod records;
 pub(crate) mod run;
 pub(crate) mod tasks;
 
-pub use arms::{prompts, strategy, Built, CURRICULUM_HINTS, CURRICULUM_STATIC_HINTS};
+pub use arms::prompts;
 pub use evaluation::{eval_sets, run_eval};
 pub use records::{
-    InterventionEntry, InterventionLine, RunInfo, SampleLine, StepRecord, StepTiming, Summary, EVAL_FILE,
-    INTERVENTIONS_FILE, METRICS_FILE, RUN_FILE, SAMPLES_FILE, SUMMARY_FILE,
+    InterventionEntry, RunInfo, StepRecord, EVAL_FILE, INTERVENTIONS_FILE, METRICS_FILE, RUN_FILE,
+    SUMMARY_FILE,
 };
-pub use run::{start, train, Progress, Run, Silent, TrainOptions};
-pub use tasks::{data_dir, load_tasks, Tasks};
+pub use run::{train, Progress, TrainOptions};
+pub use tasks::{load_tasks, Tasks};

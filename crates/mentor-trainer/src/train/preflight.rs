@@ -14,7 +14,7 @@ use crate::memory::{self, Estimate, MemInfo, ModelShape, Workload};
 const EVAL_CHUNK: usize = 128;
 /// Training tasks drawn per curriculum level to measure its prompts.
 const CURRICULUM_SAMPLE: usize = 64;
-/// `mentor.max_tokens` of the `local` backend when unset (see [`crate::train::strategy`]).
+/// `mentor.max_tokens` of the `local` backend when unset (see [`crate::train::arms::strategy`]).
 const LOCAL_MAX_TOKENS: usize = 256;
 
 /// The longest prompt a run shows its model, in tokens.

@@ -56,14 +56,6 @@ pub trait Progress {
     fn note(&mut self, message: &str);
 }
 
-/// Progress that says nothing.
-pub struct Silent;
-impl Progress for Silent {
-    fn step(&mut self, _: &StepRecord, _: usize) {}
-    fn eval(&mut self, _: &[EvalRow]) {}
-    fn note(&mut self, _: &str) {}
-}
-
 /// Trains as `cfg` says; `code` verifies code tasks (None: math only).
 pub fn train(
     cfg: &TrainConfig,
