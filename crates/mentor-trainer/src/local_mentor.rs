@@ -11,15 +11,7 @@
 //! as an `Arc<Policy>`: its weights are updated in place by the optimizer (the `Var`s share
 //! storage), so the mentor always speaks with the current policy.
 //!
-//! **Batching.** A model at batch 1 decodes a fraction of what it does at batch 32, and the
-//! mentor's calls come one problem at a time. Callers that ask for many problems at once
-//! register with [`PolicyChat::client`] (one [`Client`] per thread, all registered before
-//! any asks) and call the mentor from their threads: while registered clients exist, a reply
-//! is generated only once every registered client is waiting for one, and then all their
-//! requests go through the model in one call. Which requests share a batch depends only on
-//! what the clients ask, not on timing; each row samples from its own seed, drawn from the
-//! config's seed and the conversation, so a reply does not depend on its batch (up to float
-//! rounding). Without registered clients each call runs alone, as before.
+//! **Batching** across the mentor's one-problem-at-a-time calls: see [`PolicyChat`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -53,9 +45,10 @@ impl Default for LocalConfig {
 /// 32: callers that ask for many conversations at once register one [`Client`] per thread
 /// ([`PolicyChat::client`], all before any asks); while registered clients exist, a reply is
 /// generated only once every one of them is waiting, and their requests go through the model
-/// in one call. Each row samples from its own seed (the config's seed and the conversation),
-/// so a reply does not depend on its batch (up to float rounding). Without registered clients
-/// each call runs alone.
+/// in one call. Which requests share a batch depends only on what the clients ask, not on
+/// timing; each row samples from its own seed (the config's seed and the conversation), so a
+/// reply does not depend on its batch (up to float rounding). Without registered clients each
+/// call runs alone.
 pub struct PolicyChat {
     policy: Arc<Policy>,
     config: LocalConfig,
@@ -139,9 +132,8 @@ impl PolicyChat {
         self.calls.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Registers one client (batching: while registered clients exist, a reply is generated
-    /// only once every one of them is waiting): create all of a round's clients before any of
-    /// them asks, so the first batch waits for every one.
+    /// Registers one client (the batching above): create all of a round's clients before any
+    /// of them asks, so the first batch waits for every one.
     pub fn client(self: &Arc<Self>) -> Client {
         self.lock().clients += 1;
         Client { chat: self.clone() }
