@@ -206,7 +206,7 @@ impl Policy {
         mut stop: impl FnMut() -> bool,
     ) -> Result<Option<Vec<Generation>>> {
         cfg.sampler.validate()?;
-        let model = self.model();
+        let model = self.model_for(Kernels::Fused);
         let vocab = model.config().vocab_size;
         for (i, p) in prompts.iter().enumerate() {
             if p.is_empty() {
@@ -301,7 +301,7 @@ impl Policy {
     /// more positions): their common first tokens once, each distinct rest once, then the
     /// cache rows and last-position logits copied out to every prompt ([`PrefillPlan`]).
     fn prefill(&self, prompts: &[Vec<u32>], cfg: &GenerateConfig) -> Result<Prefilled> {
-        let model = self.model();
+        let model = self.model_for(Kernels::Fused);
         let dev = model.device().clone();
         let b = prompts.len();
         let plan = PrefillPlan::new(prompts, cfg.share_prefix);
@@ -353,7 +353,7 @@ impl Policy {
         next_pos: &mut [usize],
         cache: &mut KvCache,
     ) -> Result<Tensor> {
-        let model = self.model();
+        let model = self.model_for(Kernels::Fused);
         let dev = model.device().clone();
         let n = running.len();
         let step_valid: Vec<Vec<bool>> = running.iter().map(|&r| vec![r]).collect();

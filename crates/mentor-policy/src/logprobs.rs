@@ -88,7 +88,7 @@ impl Policy {
         completions: &[Vec<u32>],
         opts: &LogProbOptions,
     ) -> Result<TokenLogProbs> {
-        let model = self.model();
+        let model = self.model_for(opts.kernels);
         let vocab = model.config().vocab_size;
         if prompts.len() != completions.len() || prompts.is_empty() {
             return Err(Error::InvalidRequest(format!(
@@ -209,7 +209,7 @@ impl Policy {
         c_len: usize,
         kernels: Kernels,
     ) -> Result<(Tensor, Vec<u32>, Vec<u32>)> {
-        let model = self.model();
+        let model = self.model_for(kernels);
         let (dev, dtype, fast) = (model.device().clone(), model.dtype(), model.fast(kernels));
         let pad = self.tokenizer().pad_id();
         let (g, b) = (distinct.len(), completions.len());

@@ -9,6 +9,8 @@ use std::sync::MutexGuard;
 
 use candle_core::{DType, Device, Tensor, Var};
 use candle_nn::VarMap;
+
+use crate::model::Kernels;
 use rand::{Rng, SeedableRng};
 
 use crate::chat_template::{ChatTemplate, Message};
@@ -39,6 +41,9 @@ impl Default for LoadOptions {
 pub struct Policy {
     varmap: VarMap,
     model: Model,
+    /// The same weights, detached (views of the same storage, so the optimizer's in-place
+    /// updates reach it): the no-grad forwards run on it ([`Policy::model_for`]).
+    detached: Model,
     tokenizer: Tokenizer,
     chat_template: Option<ChatTemplate>,
     trainable: bool,
@@ -89,7 +94,8 @@ impl Policy {
             }
         }
         let model = Self::build_model(&config, &varmap, true)?;
-        Ok(Self { varmap, model, tokenizer, chat_template, trainable: true })
+        let detached = Self::build_model(&config, &varmap, false)?;
+        Ok(Self { varmap, model, detached, tokenizer, chat_template, trainable: true })
     }
 
     /// A randomly initialised model (normal(0, 0.02) matrices, unit norms, zero biases) drawn
@@ -159,8 +165,10 @@ impl Policy {
             }
         }
         let model = Self::build_model(self.model.config(), &varmap, false)?;
+        let detached = Self::build_model(self.model.config(), &varmap, false)?;
         Ok(Self {
             varmap,
+            detached,
             model,
             tokenizer: self.tokenizer.clone(),
             chat_template: self.chat_template.clone(),
@@ -168,9 +176,23 @@ impl Policy {
         })
     }
 
-    /// The model.
+    /// The model: its weights are the trainable variables, so a forward pass records the graph
+    /// a backward pass needs.
     pub fn model(&self) -> &Model {
         &self.model
+    }
+
+    /// The model to run with `kernels`: [`Policy::model`] for [`Kernels::Differentiable`]; for
+    /// [`Kernels::Fused`] (no gradient flows through it anyway) the same weights detached, so
+    /// the forward records no graph and each intermediate tensor is freed as soon as the next
+    /// op has read it. On the tracked weights a no-grad forward would keep every layer's
+    /// activations, attention scores included, until its output is dropped: a prefill of
+    /// 32 prompts of 500 tokens held 7 GB that way.
+    pub fn model_for(&self, kernels: Kernels) -> &Model {
+        match kernels {
+            Kernels::Fused => &self.detached,
+            Kernels::Differentiable => &self.model,
+        }
     }
 
     /// The configuration.
@@ -229,4 +251,37 @@ fn standard_normal(rng: &mut impl Rng) -> f64 {
     let u1: f64 = 1.0 - rng.random::<f64>(); // (0, 1]
     let u2: f64 = rng.random::<f64>();
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::{attention_mask, positions};
+
+    /// The no-grad forward runs on detached views of the trainable weights: it records no
+    /// graph (so nothing is kept for a backward that never comes), it computes the same logits,
+    /// and an in-place update of a variable (as the optimizer makes) reaches it.
+    #[test]
+    fn no_grad_forwards_record_no_graph_and_follow_in_place_updates() {
+        let p = Policy::char_level("abc", Config::tiny(0, 16, 2, 4, 2), 3, DType::F32, &Device::Cpu).unwrap();
+        let dev = Device::Cpu;
+        let ids = Tensor::from_vec(vec![1u32, 2, 3, 1], (1, 4), &dev).unwrap();
+        let valid = vec![vec![true; 4]];
+        let pos = positions(&valid, &[0], &dev).unwrap();
+        let mask = attention_mask(&valid, 4, DType::F32, &dev).unwrap();
+        let logits = |k: Kernels| p.model_for(k).forward(&ids, &pos, &mask, None, 0, k).unwrap();
+        let (fused, tracked) = (logits(Kernels::Fused), logits(Kernels::Differentiable));
+        assert!(!fused.track_op(), "the no-grad forward recorded a graph");
+        assert!(tracked.track_op(), "the differentiable forward must record its graph");
+        let max_diff = |a: &Tensor, b: &Tensor| {
+            (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap()
+        };
+        assert!(max_diff(&fused, &tracked) < 1e-5);
+        // An in-place update of a weight (as `Var::set` in an optimizer step) reaches both.
+        let (_, norm) = p.vars().into_iter().find(|(n, _)| n == "model.norm.weight").unwrap();
+        norm.set(&(norm.as_tensor() * 2.0).unwrap()).unwrap();
+        let (fused2, tracked2) = (logits(Kernels::Fused), logits(Kernels::Differentiable));
+        assert!(max_diff(&fused2, &tracked2) < 1e-5);
+        assert!(max_diff(&fused2, &fused) > 1e-3, "the detached model did not see the update");
+    }
 }
