@@ -27,6 +27,7 @@ mod curriculum;
 mod error;
 mod eval;
 mod jsonl;
+mod live_bytes;
 mod local_mentor;
 mod memory;
 mod policy;
@@ -44,6 +45,7 @@ mod verify;
 
 pub use config::{Arm, PRESETS};
 pub use error::{Error, Result};
+pub use live_bytes::Counted;
 pub use local_mentor::{mentor as local_mentor, Client, LocalConfig, PolicyChat};
 
 use std::process::ExitCode;

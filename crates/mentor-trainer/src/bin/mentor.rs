@@ -3,9 +3,10 @@
 // mimalloc, tuned per subcommand below: commands that free and reallocate the same buffers
 // (training) never purge freed memory; `rescue` and `serve`, whose buffers vary in shape,
 // purge by resetting pages instead of decommitting them. Why, with the measurements:
-// docs/PERFORMANCE.md (mentor-policy: the allocator; `mentor rescue` and the purge).
+// docs/PERFORMANCE.md (mentor-policy: the allocator; `mentor rescue` and the purge). Wrapped
+// in `Counted`, which counts live bytes for the reports beside the resident set size.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: mentor_trainer::Counted<mimalloc::MiMalloc> = mentor_trainer::Counted(mimalloc::MiMalloc);
 
 /// `mi_option_purge_delay` in mimalloc.h (v2 and v3: after `eager_commit_delay` = 14, before
 /// `use_numa_nodes` = 16); libmimalloc-sys names neither the option nor its value.

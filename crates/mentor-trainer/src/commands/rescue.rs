@@ -64,12 +64,16 @@ fn one(cfg: &TrainConfig, json: Option<bool>) -> Result<()> {
         .map(|a| format!("{} {:.2}", crate::rescue::report::label(&a.arm, a.level), a.rescue_rate))
         .collect();
     eprintln!(
-        "rescue: {} collapsed of {} problems (unhinted pass rate {:.3}); rescue rate {}; {:.0} s → {}",
+        "rescue: {} collapsed of {} problems (unhinted pass rate {:.3}); rescue rate {}; {:.0} s; {} → {}",
         summary.collapsed,
         summary.problems,
         summary.base_pass_rate,
         rates.join(", "),
         summary.seconds,
+        summary
+            .memory
+            .as_ref()
+            .map_or_else(|| "memory not measured".into(), crate::rescue::report::memory_line),
         summary.dir.join(crate::rescue::records::REPORT_FILE).display()
     );
     Ok(())

@@ -41,6 +41,7 @@ use self::arms::{ask, Asked, Mentors};
 use self::sampling::{PairedSampler, Scored};
 use crate::config::TrainConfig;
 use crate::error::{Error, Result};
+use crate::live_bytes;
 use crate::train::{load_tasks, Tasks};
 
 /// A collapsed problem.
@@ -159,18 +160,23 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
         PairedSampler::new(&policy, sampler_cfg, cfg.sampling.max_new_tokens, cfg.run.seed, r.batch_rows);
     let bar = crate::progress::bar(cfg.run.progress, "rescue");
     let ctx = Ctx { cfg, policy: &policy, mentors: &mentors, verifier: &verifier, bar: &bar, g_base, g_hint };
+    let mut peaks = StagePeaks::start();
 
     // 1. The unhinted attempts, until enough problems have collapsed.
     let base = unhinted::sample(&ctx, &mut sampler, &tasks)?;
+    peaks.unhinted = peaks.stage();
     crate::jsonl::write_lines(&dir.join(records::BASE_FILE), &base.lines)?;
     note(
         &bar,
         &format!(
-            "rescue: {} of {} problems collapsed (unhinted pass rate {:.3}) in {:.0} s",
+            "rescue: {} of {} problems collapsed (unhinted pass rate {:.3}) in {:.0} s{}",
             base.collapsed.len(),
             base.lines.len(),
             base.pass_rate,
-            base.seconds
+            base.seconds,
+            peaks
+                .unhinted
+                .map_or(String::new(), |b| format!(", peak live heap {:.0} MiB", live_bytes::mib(b)))
         ),
     );
     if base.collapsed.is_empty() {
@@ -192,8 +198,43 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
     reliance::of_rescued(&ctx, &problems, &mut hinted.cells)?;
     // 6. Leaks and hint lengths of every hint shown.
     leaks::of_hints(&ctx, &problems, &mut hinted.cells)?;
+    peaks.hinted = peaks.stage();
     // 7. Files and the summary.
-    summary::write(&ctx, &dir, &problems, &base, &hinted, &sampler, t0)
+    summary::write(&ctx, &problems, &base, &hinted, &sampler, peaks.summary(), t0)
+}
+
+/// Peak live heap bytes by stage ([`crate::live_bytes`]; all `None` where not counted).
+struct StagePeaks {
+    /// Loading the model, the data and the mentors.
+    load: Option<usize>,
+    unhinted: Option<usize>,
+    hinted: Option<usize>,
+}
+
+impl StagePeaks {
+    /// The loading stage's peak, and a new peak for the next stage.
+    fn start() -> Self {
+        let mut peaks = Self { load: None, unhinted: None, hinted: None };
+        peaks.load = peaks.stage();
+        peaks
+    }
+
+    /// The peak since the last stage ended, and a new peak for the next.
+    fn stage(&mut self) -> Option<usize> {
+        let peak = live_bytes::live().map(|l| l.peak);
+        live_bytes::reset_peak();
+        peak
+    }
+
+    fn summary(&self) -> records::MemoryPeaks {
+        let mib = |b: Option<usize>| b.map(live_bytes::mib);
+        records::MemoryPeaks {
+            rss_mib: crate::train::records::peak_rss_mib(),
+            live_mib: mib([self.load, self.unhinted, self.hinted].into_iter().flatten().max()),
+            unhinted_live_mib: mib(self.unhinted),
+            hinted_live_mib: mib(self.hinted),
+        }
+    }
 }
 
 /// The unhinted and the hinted attempts per problem (`rescue.unhinted_samples`,

@@ -343,6 +343,7 @@ mod tests {
             tokens: 0,
             seconds: 0.0,
             base_seconds: 0.0,
+            memory: None,
             dir: PathBuf::new(),
         }
     }

@@ -196,6 +196,22 @@ pub struct Regime {
     pub hinted_samples: usize,
 }
 
+/// Peak memory of a measurement's process, in MiB: the resident set size the kernel reports
+/// and the live heap bytes the `mentor` binary's allocator counts ([`crate::Counted`]). Freed
+/// pages the allocator handed back with `MADV_FREE` stay in the resident set until the kernel
+/// takes them, so the two differ; the live bytes are what the measurement holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryPeaks {
+    /// The process's peak resident set size (Linux `VmHWM`).
+    pub rss_mib: Option<f64>,
+    /// Peak live heap bytes over the whole run (absent where the allocator does not count).
+    pub live_mib: Option<f64>,
+    /// Peak live heap bytes of the unhinted pass.
+    pub unhinted_live_mib: Option<f64>,
+    /// Peak live heap bytes after it (interventions, hinted attempts, reliance).
+    pub hinted_live_mib: Option<f64>,
+}
+
 /// The summary of a measurement (`summary.json`; `mentor rescue --json` prints it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RescueSummary {
@@ -245,6 +261,9 @@ pub struct RescueSummary {
     pub seconds: f64,
     /// Seconds of the unhinted pass.
     pub base_seconds: f64,
+    /// Peak memory of the process, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryPeaks>,
     /// The output directory.
     pub dir: PathBuf,
 }

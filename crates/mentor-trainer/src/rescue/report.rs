@@ -89,6 +89,18 @@ pub fn table(s: &RescueSummary) -> String {
     out
 }
 
+/// Peak memory in words: `peak RSS 11.20 GiB, peak live heap 3.10 GiB (unhinted pass 2.00,
+/// hinted rounds 3.10)`.
+pub fn memory_line(m: &super::records::MemoryPeaks) -> String {
+    let gib =
+        |v: Option<f64>| v.map_or_else(|| "not measured".to_string(), |v| format!("{:.2} GiB", v / 1024.0));
+    let mut line = format!("peak RSS {}, peak live heap {}", gib(m.rss_mib), gib(m.live_mib));
+    if let (Some(u), Some(h)) = (m.unhinted_live_mib, m.hinted_live_mib) {
+        line.push_str(&format!(" (unhinted pass {:.2}, hinted rounds {:.2})", u / 1024.0, h / 1024.0));
+    }
+    line
+}
+
 fn md_table(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
     let mut out = format!("| {} |\n|{}\n", header.join(" | "), "---|".repeat(header.len()));
     for r in rows {
@@ -130,6 +142,9 @@ pub fn markdown(s: &RescueSummary) -> String {
              agents instead (an unparseable reply or a model error); its hints are partly the rules mentor's.\n",
             f.arm, f.fallbacks, f.asks
         ));
+    }
+    if let Some(m) = &s.memory {
+        out.push_str(&format!("\nMemory: {}.\n", memory_line(m)));
     }
     out.push_str(&format!("\n![rescue rate per arm]({CHART_FILE})\n\n"));
     out.push_str("## By diagnosis category\n\n");
@@ -320,6 +335,7 @@ mod tests {
             tokens: 4000,
             seconds: 12.0,
             base_seconds: 3.0,
+            memory: None,
             dir: "x".into(),
         }
     }

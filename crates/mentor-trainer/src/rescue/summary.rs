@@ -1,7 +1,6 @@
 //! Stage 7: the per-problem lines, the per-arm summary with its paired intervals (overall
 //! and per diagnosis category), and the files they are written to.
 
-use std::path::Path;
 use std::time::Instant;
 
 use mentor_core::FailureCategory;
@@ -16,16 +15,18 @@ use crate::error::{Error, Result};
 use crate::seed::mix;
 use crate::stats;
 
-/// Writes the measurement's files into `dir` and returns its summary (`t0`: when it started).
+/// Writes the measurement's files into the run's output directory and returns its summary
+/// (`memory`: its peaks so far; `t0`: when it started).
 pub(super) fn write(
     ctx: &Ctx<'_>,
-    dir: &Path,
     problems: &[Problem<'_>],
     base: &Unhinted,
     hinted: &Hinted,
     sampler: &PairedSampler<'_>,
+    memory: records::MemoryPeaks,
     t0: Instant,
 ) -> Result<RescueSummary> {
+    let dir = ctx.cfg.output_dir();
     let lines: Vec<RescueLine> = hinted
         .rows
         .iter()
@@ -91,6 +92,7 @@ pub(super) fn write(
         tokens: sampler.tokens,
         seconds: t0.elapsed().as_secs_f64(),
         base_seconds: base.seconds,
+        memory: Some(memory),
         dir: dir.to_path_buf(),
     };
     crate::jsonl::write_json(&dir.join(records::SUMMARY_FILE), &summary)?;
