@@ -7,6 +7,11 @@ pub(crate) fn avx2_fma() -> bool {
     crate::paths::use_avx2()
 }
 
+/// Whether the AVX-512 tile of the small-batch matmul runs ([`crate::paths`]).
+pub(crate) fn avx512() -> bool {
+    crate::paths::use_avx512()
+}
+
 /// Sum of the 8 lanes of `v`: high half onto low half, then pairs, then the last two.
 ///
 /// # Safety

@@ -6,7 +6,11 @@
 //! as much as the product itself, and it is a full extra pass over the weights, which decoding
 //! is bound by. Both operands of `x · Wᵀ` are row-major in `K`, so every output is a dot
 //! product of two contiguous rows: [`matmul_t`] computes tiles of 4 rows of `x` × 3 rows of `W`
-//! (12 AVX2 accumulators of 8 lanes). When `x` fits in L2 (decoding), one tile of weight rows
+//! (12 AVX2 accumulators of 8 lanes). On a CPU with AVX-512 (F and DQ) whole groups of 8 rows
+//! take a tile of 8 rows × 4 weight rows instead: `x` is packed by row pairs (a copy of
+//! `M × K` floats per call, the weight is not), and each 16-lane accumulator holds two
+//! outputs' 8 AVX2 lanes, so the outputs keep their bits and the FMA count per output halves.
+//! When `x` fits in L2 (decoding), one tile of weight rows
 //! at a time meets all of `x`, so each weight row is read from memory once while the next
 //! tile's rows are prefetched; otherwise blocks of weight rows stay in L2 while `x` streams
 //! past. The weight is never copied or cached, so an optimizer that updates it in place is
@@ -264,8 +268,8 @@ mod simd {
     }
 
     /// `dst[m, n] = Σ_k x[m, k] · w[n, k]`; `x` `[m, k]`, `w` `[n, k]`, `dst` `[m, n]`, all
-    /// row-major. On AVX2 splits `N` over rayon's pool; the portable kernel (same sums, same
-    /// bits) splits `M`.
+    /// row-major. On AVX2 splits `N` over rayon's pool (with the AVX-512 tile for whole groups
+    /// of 8 rows where it runs); the portable kernel (same sums, same bits) splits `M`.
     pub fn matmul_t(
         x: &[f32],
         w: &[f32],
@@ -273,6 +277,19 @@ mod simd {
         m: usize,
         n: usize,
         k: usize,
+    ) -> candle_core::Result<()> {
+        matmul_t_on(x, w, dst, m, n, k, crate::lanes::avx512())
+    }
+
+    /// [`matmul_t`] with the AVX-512 tile on or off (`wide`; on only where the CPU has it).
+    pub fn matmul_t_on(
+        x: &[f32],
+        w: &[f32],
+        dst: &mut [f32],
+        m: usize,
+        n: usize,
+        k: usize,
+        wide: bool,
     ) -> candle_core::Result<()> {
         if x.len() != m * k || w.len() != n * k || dst.len() != m * n {
             bail!("matmul_t: buffer sizes do not match [{m}, {k}] x [{n}, {k}]ᵀ");
@@ -287,21 +304,40 @@ mod simd {
             return Ok(());
         }
         let threads = rayon::current_num_threads();
-        // Enough columns per task that each streams a few weight rows (and a multiple of the
-        // tile width, so only the last task has a ragged tile).
-        let chunk = n.div_ceil(threads).max(48).div_ceil(NR) * NR;
+        // Enough columns per task that each streams a few weight rows (and a multiple of both
+        // tile widths, so only the last task has a ragged tile).
+        let chunk = n.div_ceil(threads).max(48).div_ceil(12) * 12;
+        // The AVX-512 tile takes the whole groups of 8 rows (`m8`), from `x` packed by row
+        // pairs; the AVX2 tile the rest.
+        let m8 = if wide && crate::paths::detected_avx512() { m / 8 * 8 } else { 0 };
+        let packed = pack_pairs(x, m8, k);
         let out = SendPtr(dst.as_mut_ptr());
         let run = |n0: usize| {
             let n1 = (n0 + chunk).min(n);
-            // SAFETY: AVX2 and FMA were checked above; the slices hold `m * k`, `n * k` and
-            // `m * n` elements; tasks write disjoint columns `n0..n1` of `dst`.
+            // SAFETY: AVX2 and FMA were checked above, AVX-512 F and DQ where `m8 > 0`; the
+            // slices hold `m * k`, `n * k` and `m * n` elements and `packed` the first `m8`
+            // rows of `x` in pairs; tasks write disjoint columns `n0..n1` of `dst`.
             #[cfg(target_arch = "x86_64")]
             unsafe {
-                avx2::block(x.as_ptr(), w.as_ptr(), out.get(), m, n0, n1, n, k)
+                if m8 > 0 {
+                    avx512::block(packed.as_ptr(), x.as_ptr(), w.as_ptr(), out.get(), m8, n0, n1, n, k);
+                }
+                if m8 < m {
+                    avx2::block(
+                        x.as_ptr().add(m8 * k),
+                        w.as_ptr(),
+                        out.get().add(m8 * n),
+                        m - m8,
+                        n0,
+                        n1,
+                        n,
+                        k,
+                    )
+                }
             }
             // Unreachable elsewhere (`available` is false there).
             #[cfg(not(target_arch = "x86_64"))]
-            let _ = (x, w, out, n1);
+            let _ = (x, w, out, n1, &packed);
         };
         if chunk >= n || threads == 1 {
             (0..n).step_by(chunk).for_each(run);
@@ -350,6 +386,36 @@ mod simd {
     /// Columns per tile.
     const NR: usize = 3;
 
+    /// `s` plus the products of `x[e] · w[e]` for `e` in `k8..k` (the tail of `K` beyond the
+    /// last multiple of 8), added one at a time, each rounded: how every tile ends an output.
+    ///
+    /// # Safety
+    /// `x` and `w` hold `k` elements.
+    #[inline(always)]
+    unsafe fn with_tail(mut s: f32, x: *const f32, w: *const f32, k8: usize, k: usize) -> f32 {
+        for e in k8..k {
+            s += *x.add(e) * *w.add(e);
+        }
+        s
+    }
+
+    /// The first `m8` rows of `x` (`[m, k]`; `m8` even) by row pairs, for the AVX-512 tile: for
+    /// pair `q` and each whole 8 columns `p..p + 8` of `K`, row `2q`'s 8 values then row
+    /// `2q + 1`'s (16 floats, one register). The tail of `K` beyond the last multiple of 8 is
+    /// not packed (the tile reads it from `x`).
+    fn pack_pairs(x: &[f32], m8: usize, k: usize) -> Vec<f32> {
+        let k8 = k / 8 * 8;
+        let mut out = Vec::with_capacity(m8 * k8);
+        for q in 0..m8 / 2 {
+            let (a, b) = (&x[2 * q * k..2 * q * k + k8], &x[(2 * q + 1) * k..(2 * q + 1) * k + k8]);
+            for (ca, cb) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+                out.extend_from_slice(ca);
+                out.extend_from_slice(cb);
+            }
+        }
+        out
+    }
+
     /// A raw output pointer shared by tasks that write disjoint parts.
     #[derive(Clone, Copy)]
     struct SendPtr(*mut f32);
@@ -363,6 +429,132 @@ mod simd {
         }
     }
 
+    /// The AVX-512 tile: the AVX2 tile's arithmetic, two outputs per register. Lanes 0-7 of an
+    /// accumulator are output `(2q, c)`'s 8 lane sums and lanes 8-15 output `(2q + 1, c)`'s,
+    /// each lane the same chain of fused multiply-adds over `K` as the AVX2 tile's lane (a
+    /// weight row's 8 values broadcast to both halves, a packed row pair's 16), so each output
+    /// has the same bits as on the AVX2 and portable paths.
+    #[cfg(target_arch = "x86_64")]
+    mod avx512 {
+        use std::arch::x86_64::*;
+
+        use super::avx2::{PF_TILES, W_BLOCK_BYTES, X_IN_L2_BYTES};
+        use crate::lanes::hsum;
+
+        /// Row pairs per tile (8 rows).
+        const PAIRS: usize = 4;
+        /// Columns per tile.
+        const NC: usize = 4;
+
+        /// Columns `n0..n1` of the first `m8` rows of `dst` (`[m, ldd]`).
+        ///
+        /// # Safety
+        /// AVX-512 F and DQ, AVX2 and FMA must be available; `m8` is a multiple of 8; `xp`
+        /// holds `x`'s first `m8` rows packed by [`super::pack_pairs`], `x` those rows of `k`
+        /// elements, `w` at least `n1 * k` and `dst` `m8 * ldd` elements.
+        #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn block(
+            xp: *const f32,
+            x: *const f32,
+            w: *const f32,
+            dst: *mut f32,
+            m8: usize,
+            n0: usize,
+            n1: usize,
+            ldd: usize,
+            k: usize,
+        ) {
+            // The AVX2 tile's blocking: one tile of weight rows at a time when `x` fits in L2
+            // (the next tiles' rows prefetched), else L2-sized blocks of weight rows.
+            let small = 4 * m8 * k <= X_IN_L2_BYTES;
+            let nb = if small { NC } else { (W_BLOCK_BYTES / (4 * k.max(1))).max(NC) / NC * NC };
+            let pair = 2 * (k / 8 * 8);
+            let mut nb0 = n0;
+            while nb0 < n1 {
+                let nb1 = (nb0 + nb).min(n1);
+                let mut i = 0;
+                while i < m8 {
+                    let mut j = nb0;
+                    while j < nb1 {
+                        let nr = (nb1 - j).min(NC);
+                        let t = Tile {
+                            xp: xp.add(i / 2 * pair),
+                            x: x.add(i * k),
+                            w: w.add(j * k),
+                            dst: dst.add(i * ldd + j),
+                            k,
+                            ldd,
+                        };
+                        match nr {
+                            NC if small && i == 0 && j + (PF_TILES + 1) * NC <= n1 => tile::<NC, true>(t),
+                            NC => tile::<NC, false>(t),
+                            3 => tile::<3, false>(t),
+                            2 => tile::<2, false>(t),
+                            _ => tile::<1, false>(t),
+                        }
+                        j += nr;
+                    }
+                    i += 2 * PAIRS;
+                }
+                nb0 = nb1;
+            }
+        }
+
+        /// One tile of 8 rows.
+        #[derive(Clone, Copy)]
+        struct Tile {
+            xp: *const f32,
+            x: *const f32,
+            w: *const f32,
+            dst: *mut f32,
+            k: usize,
+            ldd: usize,
+        }
+
+        /// `dst[a, b] = dot(x row a, w row b)` for `a < 8`, `b < C`; `PF`: also prefetch the
+        /// weight rows [`PF_TILES`] tiles ahead into L1.
+        ///
+        /// # Safety
+        /// As [`block`]: `t.xp` holds 4 packed row pairs, `t.x` 8 rows and `t.w` `C` rows (with
+        /// `PF`, `(PF_TILES + 1) * C`) of `t.k` elements, `t.dst` 8 rows of at least `C`.
+        #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+        #[inline]
+        unsafe fn tile<const C: usize, const PF: bool>(t: Tile) {
+            let Tile { xp, x, w, dst, k, ldd } = t;
+            let k8 = k / 8 * 8;
+            let pair = 2 * k8;
+            let mut acc = [[_mm512_setzero_ps(); C]; PAIRS];
+            let mut p = 0;
+            while p < k8 {
+                let mut wv = [_mm512_setzero_ps(); C];
+                for (c, v) in wv.iter_mut().enumerate() {
+                    *v = _mm512_broadcast_f32x8(_mm256_loadu_ps(w.add(c * k + p)));
+                    if PF && p % 16 == 0 {
+                        _mm_prefetch::<_MM_HINT_T0>(w.add((PF_TILES * C + c) * k + p) as *const i8);
+                    }
+                }
+                for (q, row) in acc.iter_mut().enumerate() {
+                    let xv = _mm512_loadu_ps(xp.add(q * pair + 2 * p));
+                    for (a, v) in row.iter_mut().zip(&wv) {
+                        *a = _mm512_fmadd_ps(xv, *v, *a);
+                    }
+                }
+                p += 8;
+            }
+            for (q, row) in acc.iter().enumerate() {
+                for (c, a) in row.iter().enumerate() {
+                    let halves = [_mm512_castps512_ps256(*a), _mm512_extractf32x8_ps::<1>(*a)];
+                    for (h, half) in halves.into_iter().enumerate() {
+                        let r = 2 * q + h;
+                        *dst.add(r * ldd + c) =
+                            super::with_tail(hsum(half), x.add(r * k), w.add(c * k), k8, k);
+                    }
+                }
+            }
+        }
+    }
+
     #[cfg(target_arch = "x86_64")]
     mod avx2 {
         use std::arch::x86_64::*;
@@ -373,11 +565,11 @@ mod simd {
         /// Rows of `x` per tile.
         const MR: usize = 4;
         /// How many tiles ahead weight rows are prefetched.
-        const PF_TILES: usize = 4;
+        pub(super) const PF_TILES: usize = 4;
         /// Bytes of weight rows kept in L2 while all of `x` passes over them.
-        const W_BLOCK_BYTES: usize = 192 << 10;
+        pub(super) const W_BLOCK_BYTES: usize = 192 << 10;
         /// Largest `x` (bytes) streamed from L2 against one tile of weight rows.
-        const X_IN_L2_BYTES: usize = 256 << 10;
+        pub(super) const X_IN_L2_BYTES: usize = 256 << 10;
 
         /// Columns `n0..n1` of `dst` (`[m, ldd]`).
         ///
@@ -488,11 +680,7 @@ mod simd {
             }
             for (r, row) in acc.iter().enumerate() {
                 for (c, a) in row.iter().enumerate() {
-                    let mut s = hsum(*a);
-                    for q in k8..k {
-                        s += *x.add(r * k + q) * *w.add(c * k + q);
-                    }
-                    *dst.add(r * ldd + c) = s;
+                    *dst.add(r * ldd + c) = super::with_tail(hsum(*a), x.add(r * k), w.add(c * k), k8, k);
                 }
             }
         }
@@ -639,11 +827,13 @@ mod tests {
         }
     }
 
-    /// The portable kernel and the AVX2 kernel give the same bits, and a row's outputs do not
-    /// depend on the rows around it, on `M` or on the thread count.
+    /// The portable kernel, the AVX2 kernel and the AVX-512 tile give the same bits, and a
+    /// row's outputs do not depend on the rows around it, on `M` or on the thread count.
     #[test]
     fn portable_and_avx2_agree_bit_for_bit_whatever_the_batch() {
-        for &(m, n, k) in &[(1, 1, 1), (1, 7, 13), (9, 11, 37), (33, 50, 64), (300, 9, 700), (5, 3, 4100)] {
+        let shapes =
+            [(1, 1, 1), (1, 7, 13), (8, 4, 8), (9, 11, 37), (16, 13, 29), (33, 50, 64), (64, 97, 576)];
+        for &(m, n, k) in shapes.iter().chain(&[(300, 9, 700), (5, 3, 4100), (40, 61, 1536)]) {
             let (x, w) = (data(m * k, 11 + k as u64), data(n * k, 12 + n as u64));
             let mut portable = vec![0f32; m * n];
             for (i, row) in portable.chunks_mut(n).enumerate() {
@@ -658,8 +848,15 @@ mod tests {
                 continue;
             }
             let mut avx2 = vec![0f32; m * n];
-            simd::matmul_t(&x, &w, &mut avx2, m, n, k).unwrap();
+            simd::matmul_t_on(&x, &w, &mut avx2, m, n, k, false).unwrap();
             assert_eq!(bits(&portable), bits(&avx2), "[{m}, {n}, {k}]: portable vs AVX2");
+            if crate::paths::detected_avx512() {
+                let mut avx512 = vec![0f32; m * n];
+                simd::matmul_t_on(&x, &w, &mut avx512, m, n, k, true).unwrap();
+                assert_eq!(bits(&portable), bits(&avx512), "[{m}, {n}, {k}]: portable vs AVX-512");
+            } else {
+                eprintln!("this CPU lacks AVX-512 F/DQ: the AVX-512 tile is not compared");
+            }
             // The last row alone, and the whole product on one thread.
             let mut last = vec![0f32; n];
             simd::matmul_t(&x[(m - 1) * k..], &w, &mut last, 1, n, k).unwrap();

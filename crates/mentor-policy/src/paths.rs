@@ -2,11 +2,13 @@
 //!
 //! Two process-wide switches, read by every kernel of the crate:
 //!
-//! - [`KernelPath`]: `Auto` (AVX2 + FMA where the CPU has them), `Avx2` (the same, an error on a
-//!   CPU without them) or `Portable` (the scalar code every CPU runs). The portable kernels
-//!   replay the vector kernels' arithmetic operation by operation (the same fused multiply-adds,
-//!   in the same order), so both paths give the same bits; forcing one is how the tests check
-//!   that.
+//! - [`KernelPath`]: `Auto` (AVX-512 where the CPU has it, else AVX2 + FMA where it has
+//!   those), `Avx512` and `Avx2` (that instruction set, an error on a CPU without it; `Avx2`
+//!   keeps the AVX-512 tile off on a CPU that has it) or `Portable` (the scalar code every CPU
+//!   runs). The portable kernels replay the vector kernels' arithmetic operation by operation
+//!   (the same fused multiply-adds, in the same order), and the AVX-512 tile keeps the AVX2
+//!   tile's lanes (two outputs' 8 lanes in one register), so every path gives the same bits;
+//!   forcing one is how the tests check that.
 //! - [`set_deterministic`]: with it on, every matmul of the model (linear layers and attention,
 //!   forward and backward) runs the crate's own kernel, whose sum for each output is taken in
 //!   one fixed order (8 lanes over `K`, then a fixed tree, then the tail) that depends on
@@ -26,21 +28,24 @@ use crate::error::{Error, Result};
 /// Which kernels run: see the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KernelPath {
-    /// AVX2 + FMA where the CPU has them, the portable code elsewhere.
+    /// AVX-512 where the CPU has it, AVX2 + FMA where it has those, the portable code elsewhere.
     #[default]
     Auto,
-    /// AVX2 + FMA; [`set_kernel_path`] fails on a CPU without them.
+    /// AVX2 + FMA only (the AVX-512 tile off); [`set_kernel_path`] fails on a CPU without them.
     Avx2,
+    /// AVX-512 (F and DQ) with AVX2 + FMA; [`set_kernel_path`] fails on a CPU without them.
+    Avx512,
     /// The portable scalar code, whatever the CPU.
     Portable,
 }
 
 impl KernelPath {
-    /// The path's name as the CLI spells it (`auto`, `avx2`, `portable`).
+    /// The path's name as the CLI spells it (`auto`, `avx2`, `avx512`, `portable`).
     pub fn name(self) -> &'static str {
         match self {
             KernelPath::Auto => "auto",
             KernelPath::Avx2 => "avx2",
+            KernelPath::Avx512 => "avx512",
             KernelPath::Portable => "portable",
         }
     }
@@ -52,9 +57,10 @@ impl std::str::FromStr for KernelPath {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(KernelPath::Auto),
             "avx2" => Ok(KernelPath::Avx2),
+            "avx512" => Ok(KernelPath::Avx512),
             "portable" => Ok(KernelPath::Portable),
             other => Err(Error::InvalidRequest(format!(
-                "unknown kernel path `{other}`: expected auto, avx2 or portable"
+                "unknown kernel path `{other}`: expected auto, avx2, avx512 or portable"
             ))),
         }
     }
@@ -63,17 +69,25 @@ impl std::str::FromStr for KernelPath {
 static PATH: AtomicU8 = AtomicU8::new(0);
 static DETERMINISTIC: AtomicBool = AtomicBool::new(false);
 
-/// Chooses the kernels' code path for the process. `Avx2` fails on a CPU without AVX2 and FMA.
+/// Chooses the kernels' code path for the process. `Avx2` fails on a CPU without AVX2 and FMA,
+/// `Avx512` on one without AVX-512 F and DQ as well.
 pub fn set_kernel_path(path: KernelPath) -> Result<()> {
     if path == KernelPath::Avx2 && !detected() {
         return Err(Error::InvalidRequest(
             "the AVX2 kernel path was asked for, but this CPU lacks AVX2 or FMA".into(),
         ));
     }
+    if path == KernelPath::Avx512 && !detected_avx512() {
+        return Err(Error::InvalidRequest(
+            "the AVX-512 kernel path was asked for, but this CPU lacks AVX-512 F and DQ (or AVX2 and FMA)"
+                .into(),
+        ));
+    }
     let code = match path {
         KernelPath::Auto => 0,
         KernelPath::Avx2 => 1,
         KernelPath::Portable => 2,
+        KernelPath::Avx512 => 3,
     };
     PATH.store(code, Ordering::Relaxed);
     Ok(())
@@ -84,6 +98,7 @@ pub fn kernel_path() -> KernelPath {
     match PATH.load(Ordering::Relaxed) {
         1 => KernelPath::Avx2,
         2 => KernelPath::Portable,
+        3 => KernelPath::Avx512,
         _ => KernelPath::Auto,
     }
 }
@@ -110,6 +125,20 @@ pub(crate) fn detected() -> bool {
     }
 }
 
+/// Whether this CPU has AVX-512 F and DQ besides AVX2 and FMA (always false off x86-64).
+pub(crate) fn detected_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        detected()
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Whether this CPU has FMA (for the portable code's scalar fused multiply-adds).
 pub(crate) fn fma_detected() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -125,4 +154,9 @@ pub(crate) fn fma_detected() -> bool {
 /// Whether the AVX2 kernels run: the CPU has them and the portable path is not forced.
 pub(crate) fn use_avx2() -> bool {
     kernel_path() != KernelPath::Portable && detected()
+}
+
+/// Whether the AVX-512 tile runs: the CPU has it and neither `Avx2` nor `Portable` is forced.
+pub(crate) fn use_avx512() -> bool {
+    matches!(kernel_path(), KernelPath::Auto | KernelPath::Avx512) && detected_avx512()
 }

@@ -76,6 +76,11 @@ fn every_path_and_thread_count_gives_the_same_bits() {
     } else {
         eprintln!("this CPU lacks AVX2/FMA: only the portable path is compared");
     }
+    if set_kernel_path(KernelPath::Avx512).is_ok() {
+        paths.extend([(KernelPath::Avx512, 1), (KernelPath::Avx512, 2)]);
+    } else {
+        eprintln!("this CPU lacks AVX-512 F/DQ: the AVX-512 tile is not compared");
+    }
     for (path, threads) in paths {
         let got = run(path, threads);
         assert_eq!(got.0, reference.0, "{} at {threads} threads: other samples", path.name());
@@ -86,12 +91,17 @@ fn every_path_and_thread_count_gives_the_same_bits() {
 }
 
 #[test]
-fn the_kernel_path_parses_and_avx2_is_refused_without_the_cpu_feature() {
+fn the_kernel_path_parses_and_avx2_and_avx512_are_refused_without_the_cpu_features() {
     let _lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     assert_eq!("Portable".parse::<KernelPath>().expect("parse"), KernelPath::Portable);
     assert_eq!("avx2".parse::<KernelPath>().expect("parse"), KernelPath::Avx2);
     assert!("sse9".parse::<KernelPath>().is_err());
     let avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
     assert_eq!(set_kernel_path(KernelPath::Avx2).is_ok(), avx2);
+    assert_eq!("AVX512".parse::<KernelPath>().expect("parse"), KernelPath::Avx512);
+    let avx512 = avx2
+        && std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512dq");
+    assert_eq!(set_kernel_path(KernelPath::Avx512).is_ok(), avx512);
     set_kernel_path(KernelPath::Auto).expect("auto");
 }

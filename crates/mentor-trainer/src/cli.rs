@@ -20,9 +20,10 @@ pub(crate) struct Cli {
     /// when set, is used instead of the default.
     #[arg(long, global = true, value_name = "FILTER")]
     pub log_level: Option<String>,
-    /// Which code path the tensor kernels take: `auto` (AVX2 + FMA where the CPU has them),
-    /// `avx2` (an error on a CPU without them) or `portable` (scalar code with the same
-    /// results, bit for bit). Also read from `MENTOR_KERNELS`.
+    /// Which code path the tensor kernels take: `auto` (AVX-512 where the CPU has it, else
+    /// AVX2 + FMA where it has those), `avx2` or `avx512` (an error on a CPU without them) or
+    /// `portable` (scalar code); all give the same results, bit for bit. Also read from
+    /// `MENTOR_KERNELS`.
     #[arg(long, global = true, value_name = "PATH", env = "MENTOR_KERNELS")]
     pub kernels: Option<mentor_policy::KernelPath>,
     #[command(subcommand)]
