@@ -68,6 +68,7 @@ pub fn step(step: usize, reward: f64, zrf: f64, intervened: usize, rescued: usiz
             strategy_seconds: 0.25,
             update_seconds: 0.125,
             peak_rss_mib: None,
+            peak_live_mib: None,
         },
         mentor_fallbacks: 0,
     }

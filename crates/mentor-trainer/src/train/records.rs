@@ -63,6 +63,11 @@ pub struct StepTiming {
     /// The process's peak resident memory so far, in MiB (Linux `VmHWM`; absent elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_rss_mib: Option<f64>,
+    /// The most heap bytes the process has held at once so far, in MiB (counted by the `mentor`
+    /// binary's allocator, [`crate::Counted`]; absent elsewhere). Below the peak RSS by what the
+    /// allocator keeps mapped after a free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_live_mib: Option<f64>,
 }
 
 /// The process's peak resident set size so far in MiB, from `/proc/self/status` (`VmHWM`);

@@ -354,6 +354,7 @@ impl Run<'_> {
                 strategy_seconds: (processed - logged).as_secs_f64(),
                 update_seconds: processed.elapsed().as_secs_f64(),
                 peak_rss_mib: super::records::peak_rss_mib(),
+                peak_live_mib: crate::live_bytes::live().map(|l| crate::live_bytes::mib(l.peak)),
             },
             mentor_fallbacks: self.fallbacks.as_ref().map_or(0, |f| f.get()).saturating_sub(fallbacks_before),
         };
