@@ -164,7 +164,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
 
     // 1. The unhinted attempts, until enough problems have collapsed.
     let base = unhinted::sample(&ctx, &mut sampler, &tasks)?;
-    peaks.unhinted = peaks.stage();
+    peaks.unhinted = stage_peak();
     crate::jsonl::write_lines(&dir.join(records::BASE_FILE), &base.lines)?;
     note(
         &bar,
@@ -198,9 +198,16 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
     reliance::of_rescued(&ctx, &problems, &mut hinted.cells)?;
     // 6. Leaks and hint lengths of every hint shown.
     leaks::of_hints(&ctx, &problems, &mut hinted.cells)?;
-    peaks.hinted = peaks.stage();
+    peaks.hinted = stage_peak();
     // 7. Files and the summary.
     summary::write(&ctx, &problems, &base, &hinted, &sampler, peaks.summary(), t0)
+}
+
+/// The live peak since the last stage ended, and a new peak for the next.
+fn stage_peak() -> Option<usize> {
+    let peak = live_bytes::live().map(|l| l.peak);
+    live_bytes::reset_peak();
+    peak
 }
 
 /// Peak live heap bytes by stage ([`crate::live_bytes`]; all `None` where not counted).
@@ -214,16 +221,7 @@ struct StagePeaks {
 impl StagePeaks {
     /// The loading stage's peak, and a new peak for the next stage.
     fn start() -> Self {
-        let mut peaks = Self { load: None, unhinted: None, hinted: None };
-        peaks.load = peaks.stage();
-        peaks
-    }
-
-    /// The peak since the last stage ended, and a new peak for the next.
-    fn stage(&mut self) -> Option<usize> {
-        let peak = live_bytes::live().map(|l| l.peak);
-        live_bytes::reset_peak();
-        peak
+        Self { load: stage_peak(), unhinted: None, hinted: None }
     }
 
     fn summary(&self) -> records::MemoryPeaks {
