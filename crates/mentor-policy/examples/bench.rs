@@ -135,7 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let out = policy.logprobs(&prompts, &completions, &LogProbOptions::default())?;
         let fwd = t.elapsed().as_secs_f64();
         let loss = out.logprobs.sum_all()?.neg()?;
-        let grads = loss.backward()?;
+        let grads = mentor_policy::on_pool(|| loss.backward())?;
         let (total, cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
         let with_grad = policy.vars().iter().filter(|(_, v)| grads.get(v.as_tensor()).is_some()).count();
         Ok((fwd, total, cpu, with_grad))

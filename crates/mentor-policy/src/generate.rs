@@ -233,7 +233,10 @@ impl Policy {
         }
         let b = prompts.len();
         let pad = tok.pad_id();
-        let Prefilled { mut cache, mut logits, mut key_valid } = self.prefill(prompts, cfg)?;
+        // The model's work runs on the thread pool (`on_pool`: no hand-over per product);
+        // `stop` is asked here, between steps, on the caller's thread.
+        let Prefilled { mut cache, mut logits, mut key_valid } =
+            crate::on_pool(|| self.prefill(prompts, cfg))?;
         let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
         let mut row_rngs: Option<Vec<rand::rngs::StdRng>> =
@@ -244,49 +247,57 @@ impl Policy {
             if stop() {
                 return Ok(None);
             }
-            let host: Vec<Vec<f32>> = logits.squeeze(1)?.to_dtype(DType::F32)?.to_vec2()?;
-            let mut next = vec![pad; active.len()];
-            for (slot, &r) in active.iter().enumerate() {
-                let row = &mut rows[r];
-                if row.done.is_some() {
-                    continue;
-                }
-                let draw = match row_rngs.as_mut() {
-                    Some(rngs) => &mut rngs[r],
-                    None => &mut rng,
-                };
-                let (id, lp) = cfg.sampler.sample(&host[slot], draw)?;
-                row.ids.push(id);
-                row.logprobs.push(lp);
-                next[slot] = id;
-                if stop_ids.contains(&id) {
-                    row.done = Some(FinishReason::Stop);
-                } else if !cfg.stop_strings.is_empty() {
-                    let text = tok.decode(&row.ids, true)?;
-                    if let Some(at) = cfg.stop_strings.iter().filter_map(|s| text.find(s.as_str())).min() {
-                        row.done = Some(FinishReason::StopString);
-                        row.cut = Some(at);
+            let step = || -> Result<bool> {
+                let host: Vec<Vec<f32>> = logits.squeeze(1)?.to_dtype(DType::F32)?.to_vec2()?;
+                let mut next = vec![pad; active.len()];
+                for (slot, &r) in active.iter().enumerate() {
+                    let row = &mut rows[r];
+                    if row.done.is_some() {
+                        continue;
+                    }
+                    let draw = match row_rngs.as_mut() {
+                        Some(rngs) => &mut rngs[r],
+                        None => &mut rng,
+                    };
+                    let (id, lp) = cfg.sampler.sample(&host[slot], draw)?;
+                    row.ids.push(id);
+                    row.logprobs.push(lp);
+                    next[slot] = id;
+                    if stop_ids.contains(&id) {
+                        row.done = Some(FinishReason::Stop);
+                    } else if !cfg.stop_strings.is_empty() {
+                        let text = tok.decode(&row.ids, true)?;
+                        if let Some(at) = cfg.stop_strings.iter().filter_map(|s| text.find(s.as_str())).min()
+                        {
+                            row.done = Some(FinishReason::StopString);
+                            row.cut = Some(at);
+                        }
+                    }
+                    if row.done.is_none() && row.ids.len() >= cfg.max_new_tokens {
+                        row.done = Some(FinishReason::Length);
                     }
                 }
-                if row.done.is_none() && row.ids.len() >= cfg.max_new_tokens {
-                    row.done = Some(FinishReason::Length);
+                let running: Vec<usize> =
+                    (0..active.len()).filter(|&s| rows[active[s]].done.is_none()).collect();
+                if running.is_empty() {
+                    return Ok(false);
                 }
-            }
-            let running: Vec<usize> = (0..active.len()).filter(|&s| rows[active[s]].done.is_none()).collect();
-            if running.is_empty() {
+                if (active.len() - running.len()) * 8 >= active.len() {
+                    // Drop the finished rows: the rows are independent, so the others' results
+                    // do not change.
+                    cache.select_rows(&running)?;
+                    active = running.iter().map(|&s| active[s]).collect();
+                    key_valid = running.iter().map(|&s| std::mem::take(&mut key_valid[s])).collect();
+                    next_pos = running.iter().map(|&s| next_pos[s]).collect();
+                    next = running.iter().map(|&s| next[s]).collect();
+                }
+                let running: Vec<bool> = active.iter().map(|&r| rows[r].done.is_none()).collect();
+                logits = self.decode_step(next, &running, &mut key_valid, &mut next_pos, &mut cache)?;
+                Ok(true)
+            };
+            if !crate::on_pool(step)? {
                 break;
             }
-            if (active.len() - running.len()) * 8 >= active.len() {
-                // Drop the finished rows: the rows are independent, so the others' results
-                // do not change.
-                cache.select_rows(&running)?;
-                active = running.iter().map(|&s| active[s]).collect();
-                key_valid = running.iter().map(|&s| std::mem::take(&mut key_valid[s])).collect();
-                next_pos = running.iter().map(|&s| next_pos[s]).collect();
-                next = running.iter().map(|&s| next[s]).collect();
-            }
-            let running: Vec<bool> = active.iter().map(|&r| rows[r].done.is_none()).collect();
-            logits = self.decode_step(next, &running, &mut key_valid, &mut next_pos, &mut cache)?;
         }
         rows.into_iter()
             .map(|r| {

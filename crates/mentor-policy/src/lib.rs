@@ -67,5 +67,5 @@ pub use paths::{deterministic, kernel_path, set_deterministic, set_kernel_path, 
 pub use policy::{LoadOptions, Policy};
 pub use sampling::Sampler;
 pub use source::{HubOptions, ModelFiles, ModelSource};
-pub use threads::{current_threads, set_threads, POOL_SPIN_LIMIT, POOL_SPIN_VAR};
+pub use threads::{current_threads, on_pool, set_threads, POOL_SPIN_LIMIT, POOL_SPIN_VAR, STACK_BYTES};
 pub use tokenizer::{SpecialTokens, Tokenizer};

@@ -88,6 +88,17 @@ impl Policy {
         completions: &[Vec<u32>],
         opts: &LogProbOptions,
     ) -> Result<TokenLogProbs> {
+        // On the thread pool: its kernels split their work without a hand-over per product.
+        crate::on_pool(|| self.logprobs_here(prompts, completions, opts))
+    }
+
+    /// [`Policy::logprobs`] on the calling thread.
+    fn logprobs_here(
+        &self,
+        prompts: &[Vec<u32>],
+        completions: &[Vec<u32>],
+        opts: &LogProbOptions,
+    ) -> Result<TokenLogProbs> {
         let model = self.model_for(opts.kernels);
         let vocab = model.config().vocab_size;
         if prompts.len() != completions.len() || prompts.is_empty() {
