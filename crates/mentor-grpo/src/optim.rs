@@ -89,7 +89,7 @@ impl GradAccumulator {
 
     /// Backward `loss` and add the variables' gradients.
     pub fn backward(&mut self, loss: &Tensor) -> Result<()> {
-        let grads = loss.backward()?;
+        let grads = on_pool(|| loss.backward())?;
         self.add(&grads)
     }
 
@@ -231,6 +231,11 @@ impl Optimizer {
     /// the gradient norm is NaN or infinite the parameters are left unchanged, the step is
     /// reported with `applied = false`, and the schedule does not advance.
     pub fn step(&mut self, grads: &mut GradStore) -> Result<StepReport> {
+        on_pool(|| self.step_here(grads))
+    }
+
+    /// [`Optimizer::step`] on the calling thread.
+    fn step_here(&mut self, grads: &mut GradStore) -> Result<StepReport> {
         let grad_norm = clip_grad_norm(&self.vars, grads, self.max_grad_norm)?;
         let learning_rate = self.schedule.lr(self.step);
         if !grad_norm.is_finite() {
@@ -263,6 +268,17 @@ impl Optimizer {
         }
         Ok(())
     }
+}
+
+/// Runs `f` on a thread of rayon's pool (in place when already on one): the kernels inside
+/// (candle's gemm, the policy's) then split their work without handing each product over to
+/// the pool and sleeping until it is done (`mentor_policy::on_pool`, which this crate does not
+/// depend on, does the same).
+fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if rayon::current_thread_index().is_some() {
+        return f();
+    }
+    rayon::scope(|_| f())
 }
 
 #[cfg(test)]
