@@ -254,9 +254,10 @@ pub fn bandwidth(threads: usize, elems: usize) -> (f64, f64) {
                 .chunks(chunk)
                 .map(|c| {
                     s.spawn(move || {
-                        // Eight independent sums: the adds do not serialise the loads.
-                        let mut acc = [0f32; 8];
-                        for block in c.chunks_exact(8) {
+                        // 64 independent sums (eight 8-lane chains once vectorised): the
+                        // adds' latency does not serialise the loads.
+                        let mut acc = [0f32; 64];
+                        for block in c.chunks_exact(64) {
                             for (a, x) in acc.iter_mut().zip(block) {
                                 *a += x;
                             }
@@ -395,7 +396,8 @@ pub fn measure(policy: &Policy, limits: Limits, sizes: &Sizes) -> Result<Report,
         let opts = LogProbOptions { share_prompts: false, ..LogProbOptions::default() };
         let out = policy.logprobs(&ps, &cs, &opts)?;
         let loss = out.logprobs.sum_all()?.neg()?;
-        let grads = loss.backward()?;
+        // On the pool, as the trainer runs it (`mentor_grpo`'s accumulator).
+        let grads = mentor_policy::on_pool(|| loss.backward())?;
         std::hint::black_box(&grads);
         Ok(t.elapsed().as_secs_f64())
     };
