@@ -544,6 +544,20 @@ mod simd {
                 }
                 p += 8;
             }
+            if C == NC {
+                // Two row pairs' 16 outputs at a time, reduced together in `hsum`'s order.
+                for qq in (0..PAIRS).step_by(2) {
+                    let mut sums = [0f32; 16];
+                    _mm512_storeu_ps(sums.as_mut_ptr(), sums16(&acc[qq], &acc[qq + 1]));
+                    for (lane, &sum) in sums.iter().enumerate() {
+                        // Lane 4j + e: row 2(qq + e / 2) + j % 2, column j / 2 + 2 (e % 2).
+                        let (j, e) = (lane / 4, lane % 4);
+                        let (r, c) = (2 * (qq + e / 2) + j % 2, j / 2 + 2 * (e % 2));
+                        *dst.add(r * ldd + c) = super::with_tail(sum, x.add(r * k), w.add(c * k), k8, k);
+                    }
+                }
+                return;
+            }
             for (q, row) in acc.iter().enumerate() {
                 for (c, a) in row.iter().enumerate() {
                     let halves = [_mm512_castps512_ps256(*a), _mm512_extractf32x8_ps::<1>(*a)];
@@ -554,6 +568,46 @@ mod simd {
                     }
                 }
             }
+        }
+
+        /// The lane sums of the 16 outputs of two row pairs' accumulators `a` and `b` (each
+        /// [`NC`] registers, one per column; lanes 0-7 of a register its pair's first row,
+        /// lanes 8-15 the second), each summed as [`hsum`] sums 8 lanes: `l_i + l_(i+4)`, then
+        /// `(s0 + s2) + (s1 + s3)`, so each has the bits of the one-output reduction. Lane
+        /// `4j + e` of the result: `e` 0 and 1 from `a`, 2 and 3 from `b`; within those, row
+        /// `j % 2` of the pair, column `j / 2` (`e` even) or `2 + j / 2` (odd).
+        ///
+        /// # Safety
+        /// AVX-512 F must be available; `a` and `b` hold at least [`NC`] registers.
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        unsafe fn sums16(a: &[__m512], b: &[__m512]) -> __m512 {
+            let (ta, tb) = (pair_sums(a), pair_sums(b));
+            _mm512_add_ps(_mm512_shuffle_ps::<0x88>(ta, tb), _mm512_shuffle_ps::<0xDD>(ta, tb))
+        }
+
+        /// One pair's 8 outputs from its [`NC`] registers `v`: quarter `j` of the result is
+        /// `[s0 + s2, s1 + s3]` of output (row `j % 2`, column `j / 2`), then of (row `j % 2`,
+        /// column `2 + j / 2`).
+        ///
+        /// # Safety
+        /// As [`sums16`].
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        unsafe fn pair_sums(v: &[__m512]) -> __m512 {
+            let (s01, s23) = (halves_added(v[0], v[1]), halves_added(v[2], v[3]));
+            _mm512_add_ps(_mm512_shuffle_ps::<0x44>(s01, s23), _mm512_shuffle_ps::<0xEE>(s01, s23))
+        }
+
+        /// Quarter `j` of the result: `s_i = l_i + l_(i+4)` of output (row `j % 2`, column
+        /// `j / 2`) of the registers `a` (column 0) and `b` (column 1).
+        ///
+        /// # Safety
+        /// AVX-512 F must be available.
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        unsafe fn halves_added(a: __m512, b: __m512) -> __m512 {
+            _mm512_add_ps(_mm512_shuffle_f32x4::<0x88>(a, b), _mm512_shuffle_f32x4::<0xDD>(a, b))
         }
     }
 
