@@ -19,13 +19,14 @@
 
 use candle_core::{DType, Tensor};
 use rand::SeedableRng;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::batch::{attention_mask, left_pad, positions};
 use crate::error::{Error, Result};
 use crate::model::{Kernels, KvCache};
 use crate::policy::Policy;
-use crate::sampling::Sampler;
+use crate::sampling::{Prepared, Sampler};
 
 /// Generation settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -249,17 +250,27 @@ impl Policy {
             }
             let step = || -> Result<bool> {
                 let host: Vec<Vec<f32>> = logits.squeeze(1)?.to_dtype(DType::F32)?.to_vec2()?;
+                // The running rows' softmaxes over the vocabulary, over the pool; then the
+                // draws in row order (the same choices as sampling the rows one by one).
+                let prepared: Vec<Option<Prepared>> = {
+                    let rows = &rows;
+                    active
+                        .par_iter()
+                        .zip(&host)
+                        .map(|(&r, row)| rows[r].done.is_none().then(|| cfg.sampler.prepare(row)).transpose())
+                        .collect::<Result<_>>()?
+                };
                 let mut next = vec![pad; active.len()];
                 for (slot, &r) in active.iter().enumerate() {
                     let row = &mut rows[r];
-                    if row.done.is_some() {
+                    let Some(prepared) = &prepared[slot] else {
                         continue;
-                    }
+                    };
                     let draw = match row_rngs.as_mut() {
                         Some(rngs) => &mut rngs[r],
                         None => &mut rng,
                     };
-                    let (id, lp) = cfg.sampler.sample(&host[slot], draw)?;
+                    let (id, lp) = cfg.sampler.draw(&host[slot], prepared, draw)?;
                     row.ids.push(id);
                     row.logprobs.push(lp);
                     next[slot] = id;

@@ -61,6 +61,13 @@ impl Sampler {
     /// Picks a token from `logits`; returns `(token, log-prob)`, the log-prob under the
     /// distribution the token was drawn from (see the [module docs](self)).
     pub fn sample(&self, logits: &[f32], rng: &mut impl Rng) -> Result<(u32, f32)> {
+        self.draw(logits, &self.prepare(logits)?, rng)
+    }
+
+    /// The part of [`Sampler::sample`] that does not touch the RNG: the checks, the tempered
+    /// softmax over the whole row and the kept tokens. Rows can be prepared on several threads
+    /// and then drawn in order from one RNG, with the same results as sampling them one by one.
+    pub(crate) fn prepare(&self, logits: &[f32]) -> Result<Prepared> {
         if logits.is_empty() {
             return Err(Error::InvalidRequest("empty logits".into()));
         }
@@ -69,52 +76,99 @@ impl Sampler {
         }
         let greedy = self.temperature == 0.0;
         let t = if greedy { 1.0 } else { self.temperature };
-        let Tempered { max, e, sum } = Tempered::new(logits, t);
-        if !max.is_finite() {
-            return Err(Error::InvalidRequest(format!("the largest logit must be finite, not {max}")));
+        let tempered = Tempered::new(logits, t);
+        if !tempered.max.is_finite() {
+            return Err(Error::InvalidRequest(format!(
+                "the largest logit must be finite, not {}",
+                tempered.max
+            )));
         }
-        // `log p_i = (x_i - max) / t - ln(mass)` for the mass the choice was made from. Every
-        // mass used holds the largest logit's `e = 1`, so `ln(mass) >= 0` and `log p_i <= 0`.
-        let logp = |i: usize, mass: f64| ((logits[i] as f64 - max) / t - mass.ln()) as f32;
-        if greedy {
+        let pick = if greedy {
             let mut best = 0;
             for (i, x) in logits.iter().enumerate() {
                 if *x > logits[best] {
                     best = i;
                 }
             }
-            return Ok((best as u32, logp(best, sum)));
-        }
-        let cut_k = self.top_k > 0 && self.top_k < e.len();
-        if !cut_k && self.top_p >= 1.0 {
-            // Nothing is cut: inverse CDF over the whole vocabulary, in id order.
-            let mut u = rng.random::<f64>() * sum;
-            let mut chosen = e.len() - 1;
-            for (i, &w) in e.iter().enumerate() {
-                u -= w;
-                if u < 0.0 {
-                    chosen = i;
-                    break;
-                }
+            Pick::Greedy(best)
+        } else {
+            let cut_k = self.top_k > 0 && self.top_k < tempered.e.len();
+            if !cut_k && self.top_p >= 1.0 {
+                Pick::Whole
+            } else {
+                let e = &tempered.e;
+                let kept = kept_tokens(e, if cut_k { self.top_k } else { 0 }, self.top_p);
+                // The kept mass, in the order it is sampled; never above the whole
+                // vocabulary's (a subset's sum can round above it), so the log-prob is never
+                // below the full one.
+                let total = if kept.len() == e.len() {
+                    tempered.sum
+                } else {
+                    kept.iter().map(|&i| e[i]).sum::<f64>().min(tempered.sum)
+                };
+                Pick::Kept { kept, total }
             }
-            return Ok((chosen as u32, logp(chosen, sum)));
-        }
-        let kept = kept_tokens(&e, if cut_k { self.top_k } else { 0 }, self.top_p);
-        // The kept mass, in the order it is sampled; never above the whole vocabulary's (a
-        // subset's sum can round above it), so the log-prob is never below the full one.
-        let total =
-            if kept.len() == e.len() { sum } else { kept.iter().map(|&i| e[i]).sum::<f64>().min(sum) };
-        let mut u = rng.random::<f64>() * total;
-        let mut chosen = kept[kept.len() - 1];
-        for &i in &kept {
-            u -= e[i];
-            if u < 0.0 {
-                chosen = i;
-                break;
-            }
-        }
-        Ok((chosen as u32, logp(chosen, total)))
+        };
+        Ok(Prepared { t, tempered, pick })
     }
+
+    /// The rest of [`Sampler::sample`] for `logits` prepared by [`Sampler::prepare`]: one
+    /// uniform draw from `rng` (none for greedy decoding) and the inverse CDF.
+    pub(crate) fn draw(&self, logits: &[f32], prepared: &Prepared, rng: &mut impl Rng) -> Result<(u32, f32)> {
+        let Prepared { t, tempered: Tempered { max, e, sum }, pick } = prepared;
+        // `log p_i = (x_i - max) / t - ln(mass)` for the mass the choice was made from. Every
+        // mass used holds the largest logit's `e = 1`, so `ln(mass) >= 0` and `log p_i <= 0`.
+        let logp = |i: usize, mass: f64| ((logits[i] as f64 - max) / t - mass.ln()) as f32;
+        if logits.len() != e.len() {
+            return Err(Error::InvalidRequest("logits differ from the prepared row".into()));
+        }
+        match pick {
+            Pick::Greedy(best) => Ok((*best as u32, logp(*best, *sum))),
+            Pick::Whole => {
+                // Nothing is cut: inverse CDF over the whole vocabulary, in id order.
+                let mut u = rng.random::<f64>() * sum;
+                let mut chosen = e.len() - 1;
+                for (i, &w) in e.iter().enumerate() {
+                    u -= w;
+                    if u < 0.0 {
+                        chosen = i;
+                        break;
+                    }
+                }
+                Ok((chosen as u32, logp(chosen, *sum)))
+            }
+            Pick::Kept { kept, total } => {
+                let mut u = rng.random::<f64>() * total;
+                let mut chosen = kept[kept.len() - 1];
+                for &i in kept {
+                    u -= e[i];
+                    if u < 0.0 {
+                        chosen = i;
+                        break;
+                    }
+                }
+                Ok((chosen as u32, logp(chosen, *total)))
+            }
+        }
+    }
+}
+
+/// A row made ready by [`Sampler::prepare`] for [`Sampler::draw`].
+pub(crate) struct Prepared {
+    /// The temperature the row was tempered at (1 for greedy decoding).
+    t: f64,
+    tempered: Tempered,
+    pick: Pick,
+}
+
+/// How [`Sampler::draw`] chooses.
+enum Pick {
+    /// The argmax, already found.
+    Greedy(usize),
+    /// Inverse CDF over the whole vocabulary.
+    Whole,
+    /// Inverse CDF over the kept ids, whose mass is `total`.
+    Kept { kept: Vec<usize>, total: f64 },
 }
 
 /// The tempered, unnormalised probabilities of a row: `e[i] = exp((x_i - max) / t)` (one
