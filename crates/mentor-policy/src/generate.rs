@@ -270,7 +270,7 @@ impl Policy {
                         Some(rngs) => &mut rngs[r],
                         None => &mut rng,
                     };
-                    let (id, lp) = cfg.sampler.draw(&host[slot], prepared, draw)?;
+                    let (id, lp) = prepared.draw(&host[slot], draw)?;
                     row.ids.push(id);
                     row.logprobs.push(lp);
                     next[slot] = id;

@@ -61,7 +61,7 @@ impl Sampler {
     /// Picks a token from `logits`; returns `(token, log-prob)`, the log-prob under the
     /// distribution the token was drawn from (see the [module docs](self)).
     pub fn sample(&self, logits: &[f32], rng: &mut impl Rng) -> Result<(u32, f32)> {
-        self.draw(logits, &self.prepare(logits)?, rng)
+        self.prepare(logits)?.draw(logits, rng)
     }
 
     /// The part of [`Sampler::sample`] that does not touch the RNG: the checks, the tempered
@@ -111,17 +111,27 @@ impl Sampler {
         };
         Ok(Prepared { t, tempered, pick })
     }
+}
 
-    /// The rest of [`Sampler::sample`] for `logits` prepared by [`Sampler::prepare`]: one
+/// A row made ready by [`Sampler::prepare`] for [`Prepared::draw`].
+pub(crate) struct Prepared {
+    /// The temperature the row was tempered at (1 for greedy decoding).
+    t: f64,
+    tempered: Tempered,
+    pick: Pick,
+}
+
+impl Prepared {
+    /// The rest of [`Sampler::sample`] for the `logits` this row was prepared from: one
     /// uniform draw from `rng` (none for greedy decoding) and the inverse CDF.
-    pub(crate) fn draw(&self, logits: &[f32], prepared: &Prepared, rng: &mut impl Rng) -> Result<(u32, f32)> {
-        let Prepared { t, tempered: Tempered { max, e, sum }, pick } = prepared;
-        // `log p_i = (x_i - max) / t - ln(mass)` for the mass the choice was made from. Every
-        // mass used holds the largest logit's `e = 1`, so `ln(mass) >= 0` and `log p_i <= 0`.
-        let logp = |i: usize, mass: f64| ((logits[i] as f64 - max) / t - mass.ln()) as f32;
+    pub(crate) fn draw(&self, logits: &[f32], rng: &mut impl Rng) -> Result<(u32, f32)> {
+        let Prepared { t, tempered: Tempered { max, e, sum }, pick } = self;
         if logits.len() != e.len() {
             return Err(Error::InvalidRequest("logits differ from the prepared row".into()));
         }
+        // `log p_i = (x_i - max) / t - ln(mass)` for the mass the choice was made from. Every
+        // mass used holds the largest logit's `e = 1`, so `ln(mass) >= 0` and `log p_i <= 0`.
+        let logp = |i: usize, mass: f64| ((logits[i] as f64 - max) / t - mass.ln()) as f32;
         match pick {
             Pick::Greedy(best) => Ok((*best as u32, logp(*best, *sum))),
             Pick::Whole => {
@@ -153,15 +163,7 @@ impl Sampler {
     }
 }
 
-/// A row made ready by [`Sampler::prepare`] for [`Sampler::draw`].
-pub(crate) struct Prepared {
-    /// The temperature the row was tempered at (1 for greedy decoding).
-    t: f64,
-    tempered: Tempered,
-    pick: Pick,
-}
-
-/// How [`Sampler::draw`] chooses.
+/// How [`Prepared::draw`] chooses.
 enum Pick {
     /// The argmax, already found.
     Greedy(usize),
