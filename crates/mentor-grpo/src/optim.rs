@@ -13,7 +13,9 @@ use candle_core::{DType, Tensor, Var};
 
 use crate::config::OptimizerConfig;
 use crate::error::{Error, Result};
+use crate::inplace;
 use crate::schedule::LrSchedule;
+use crate::update::StagedBackward;
 
 /// PyTorch's `clip_grad_norm_` epsilon: `coef = max_norm / (total_norm + 1e-6)`.
 const CLIP_EPSILON: f64 = 1e-6;
@@ -50,28 +52,45 @@ pub fn clip_grad_norm(vars: &[Var], grads: &mut GradStore, max_norm: f64) -> Res
 
 /// Sums the gradients of a fixed set of variables over several backward passes, keeping only
 /// those (a `GradStore` from `backward` also holds every intermediate tensor's gradient).
+///
+/// On the CPU the sums are added in place ([`crate::inplace`]: the same bits as `s + g`), and
+/// the buffers of an earlier step handed back with [`GradAccumulator::recycle`] are written
+/// over instead of allocated again.
 #[derive(Debug)]
 pub struct GradAccumulator {
     vars: Vec<Var>,
+    /// Per variable: this step's sum (`holds`), a buffer to overwrite, or nothing.
     sums: Vec<Option<Tensor>>,
+    /// Whether `sums[i]` holds this step's sum (false: nothing yet, or a recycled buffer).
+    holds: Vec<bool>,
 }
 
 impl GradAccumulator {
     /// An empty accumulator for `vars`.
     pub fn new(vars: Vec<Var>) -> Self {
         let sums = vec![None; vars.len()];
-        Self { vars, sums }
+        let holds = vec![false; vars.len()];
+        Self { vars, sums, holds }
     }
 
     /// Add the variables' gradients from one backward pass.
     pub fn add(&mut self, grads: &GradStore) -> Result<()> {
-        for (v, sum) in self.vars.iter().zip(self.sums.iter_mut()) {
-            if let Some(g) = grads.get(v.as_tensor()) {
-                *sum = Some(match sum.take() {
-                    None => g.detach(),
-                    Some(s) => (s + g)?.detach(),
-                });
+        let slots = self.sums.iter_mut().zip(self.holds.iter_mut());
+        for (v, (sum, holds)) in self.vars.iter().zip(slots) {
+            let Some(g) = grads.get(v.as_tensor()) else { continue };
+            match sum {
+                Some(s) if inplace::writable_from(s, g) => {
+                    if *holds {
+                        inplace::add_into(s, g)?
+                    } else {
+                        inplace::copy_into(s, g)?
+                    }
+                }
+                Some(s) if *holds => *sum = Some((&*s + g)?.detach()),
+                // A copy, not the store's tensor: the sum is written in place later.
+                _ => *sum = Some(g.detach().copy()?),
             }
+            *holds = true;
         }
         Ok(())
     }
@@ -79,12 +98,32 @@ impl GradAccumulator {
     /// Add a zero gradient for every variable (a backward pass through a loss that is
     /// identically zero), so the optimizer steps every variable.
     pub fn add_zeros(&mut self) -> Result<()> {
-        for (v, sum) in self.vars.iter().zip(self.sums.iter_mut()) {
-            if sum.is_none() {
-                *sum = Some(v.as_tensor().zeros_like()?);
+        let slots = self.sums.iter_mut().zip(self.holds.iter_mut());
+        for (v, (sum, holds)) in self.vars.iter().zip(slots) {
+            if *holds {
+                continue;
             }
+            match sum {
+                Some(s) if inplace::writable_from(s, v.as_tensor()) => s.zero_set()?,
+                _ => *sum = Some(v.as_tensor().zeros_like()?),
+            }
+            *holds = true;
         }
         Ok(())
+    }
+
+    /// Hands back the gradients [`GradAccumulator::take`] gave, once the optimizer is done
+    /// with them: their tensors become the buffers the next step's sums are written into.
+    /// Nothing else may hold those tensors (clones of them would see the next step's sums).
+    pub fn recycle(&mut self, mut grads: GradStore) {
+        let slots = self.sums.iter_mut().zip(&self.holds);
+        for (v, (sum, &holds)) in self.vars.iter().zip(slots) {
+            if let Some(g) = grads.remove(v.as_tensor()) {
+                if !holds {
+                    *sum = Some(g);
+                }
+            }
+        }
     }
 
     /// Backward `loss` and add the variables' gradients.
@@ -93,13 +132,34 @@ impl GradAccumulator {
         self.add(&grads)
     }
 
+    /// Backward `loss`, add the variables' gradients, then run `rest` (a policy pass cut
+    /// into stages) and add each stage's as it comes. `loss` is dropped before `rest` runs:
+    /// with nothing else holding the graph, each stage's activations are freed once its
+    /// gradients are added, and the running sums and one stage's gradients are all the
+    /// gradients held at once.
+    pub fn backward_staged(&mut self, loss: Tensor, rest: Option<Box<dyn StagedBackward>>) -> Result<()> {
+        on_pool(|| {
+            let top = loss.backward()?;
+            drop(loss);
+            self.add(&top)?;
+            match rest {
+                Some(rest) => rest.finish(top, &mut |g| self.add(g)),
+                None => Ok(()),
+            }
+        })
+    }
+
     /// The accumulated gradients as a [`GradStore`], resetting the accumulator.
     pub fn take(&mut self) -> GradStore {
         let mut store = GradStore::default();
-        for (v, sum) in self.vars.iter().zip(self.sums.iter_mut()) {
-            if let Some(g) = sum.take() {
-                store.insert(v.as_tensor(), g);
+        let slots = self.sums.iter_mut().zip(self.holds.iter_mut());
+        for (v, (sum, holds)) in self.vars.iter().zip(slots) {
+            if *holds {
+                if let Some(g) = sum.take() {
+                    store.insert(v.as_tensor(), g);
+                }
             }
+            *holds = false;
         }
         store
     }
@@ -427,5 +487,37 @@ mod tests {
         assert!(opt.restore(bad).is_err());
         let short = OptimizerState { step: 1, first_moments: vec![], second_moments: vec![] };
         assert!(opt.restore(short).is_err());
+    }
+
+    #[test]
+    fn recycled_sums_added_in_place_equal_fresh_ones_bit_for_bit() {
+        let a = var(&[1.0, -2.0, 0.5, 3.25]);
+        let grad = |k: f64| {
+            let loss = (a.as_tensor().sqr().unwrap() * k).unwrap().sum_all().unwrap();
+            loss.backward().unwrap()
+        };
+        let mut acc = GradAccumulator::new(vec![a.clone()]);
+        for step in 0..3 {
+            let ks = [0.3 + step as f64, 1.7, -0.45];
+            // Out of place, as the sums were before: s + g, a new tensor each time.
+            let mut want: Option<Tensor> = None;
+            for &k in &ks {
+                let g = grad(k).get(a.as_tensor()).unwrap().clone();
+                want = Some(match want {
+                    None => g,
+                    Some(s) => (s + g).unwrap(),
+                });
+                acc.add(&grad(k)).unwrap();
+            }
+            let got = acc.take();
+            let bits =
+                |t: &Tensor| t.to_vec1::<f64>().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(got.get(a.as_tensor()).unwrap()), bits(&want.unwrap()), "step {step}");
+            acc.recycle(got);
+        }
+        // A recycled buffer is overwritten, never added to: zeros after a zero pass.
+        acc.add_zeros().unwrap();
+        let got = acc.take();
+        assert_eq!(got.get(a.as_tensor()).unwrap().to_vec1::<f64>().unwrap(), vec![0.0; 4]);
     }
 }

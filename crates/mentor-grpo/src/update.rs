@@ -16,6 +16,7 @@ use crate::loss::{entropy_metric, grpo_loss, mask_tokens, LossInputs, LossScale,
 use crate::masking::mask_truncated;
 use crate::metrics::{rollout_stats, StepMetrics};
 use crate::optim::{GradAccumulator, Optimizer};
+use candle_core::backprop::GradStore;
 
 /// A scored generation batch. Row `i` of every field is completion `i`.
 #[derive(Debug, Clone)]
@@ -52,12 +53,26 @@ pub enum Pass {
 }
 
 /// What the log-prob function returns for a set of rows.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PolicyOutput {
     /// Differentiable per-token log-probs of the sampled tokens, `[rows, seq]`.
     pub logps: Tensor,
     /// Optional per-token entropies `[rows, seq]` (metric only).
     pub entropies: Option<Tensor>,
+    /// The rest of the backward, when the policy cut its graph into stages: `backward` of the
+    /// loss reaches only the top of the graph, and this carries it down ([`StagedBackward`]).
+    /// `None`: the loss's `backward` reaches every variable.
+    pub rest: Option<Box<dyn StagedBackward>>,
+}
+
+/// The backward of a policy pass below the part a loss's `backward` reaches (a graph cut at
+/// its layer boundaries so that one layer's gradients and activations are held at a time:
+/// `mentor_policy::Stages`).
+pub trait StagedBackward: std::fmt::Debug + Send {
+    /// Carries the gradients in `top` (what `backward` of the loss returned; its variables'
+    /// gradients are already taken) down the rest of the graph, handing each stage's
+    /// gradients to `add` as they come.
+    fn finish(self: Box<Self>, top: GradStore, add: &mut dyn FnMut(&GradStore) -> Result<()>) -> Result<()>;
 }
 
 /// Owns the config and the optimizer; runs GRPO updates.
@@ -65,6 +80,8 @@ pub struct PolicyOutput {
 pub struct Updater {
     config: GrpoConfig,
     optimizer: Optimizer,
+    /// The micro-batches' gradient sums, whose buffers carry over from update to update.
+    grads: GradAccumulator,
 }
 
 impl Updater {
@@ -73,7 +90,8 @@ impl Updater {
     pub fn new(config: GrpoConfig, vars: Vec<Var>, total_updates: usize) -> Result<Self> {
         config.validate()?;
         let optimizer = Optimizer::new(vars, &config.optimizer(), total_updates * config.num_iterations)?;
-        Ok(Self { config, optimizer })
+        let grads = GradAccumulator::new(optimizer.vars().to_vec());
+        Ok(Self { config, optimizer, grads })
     }
 
     /// The configuration in use.
@@ -126,7 +144,7 @@ impl Updater {
     ) -> Result<Totals> {
         let cfg = &self.config;
         let device = batch.mask.device().clone();
-        let mut acc = GradAccumulator::new(self.optimizer.vars().to_vec());
+        let acc = &mut self.grads;
         let mut totals = Totals::default();
         for _ in 0..cfg.num_iterations {
             let mut step_loss = 0.0;
@@ -165,25 +183,29 @@ impl Updater {
                 let rows = rows.as_slice();
                 let idx = index(rows, &device)?;
                 let pick = |x: &Tensor| -> Result<Tensor> { Ok(x.index_select(&idx, 0)?) };
-                let out = call(rows, Pass::Train)?;
+                let PolicyOutput { logps, entropies, rest } = call(rows, Pass::Train)?;
                 let old_mb = w.old.as_ref().map(pick).transpose()?;
                 let ref_mb = batch.ref_logps.as_ref().map(pick).transpose()?;
                 let (mask_mb, adv_mb) = (pick(&w.mask)?, pick(&w.adv)?);
                 let inputs = LossInputs {
-                    logps: &out.logps,
+                    logps: &logps,
                     old_logps: old_mb.as_ref(),
                     ref_logps: ref_mb.as_ref(),
                     mask: &mask_mb,
                     advantages: &adv_mb,
-                    entropies: out.entropies.as_ref(),
+                    entropies: entropies.as_ref(),
                 };
                 let loss = grpo_loss(cfg, &inputs, w.scale)?;
                 step_loss += loss.loss.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
-                acc.backward(&loss.loss)?;
                 totals.stats.push(LossStats { tokens, ..loss.stats });
+                // The log-probs and entropies go before the backward: a staged rest frees
+                // each layer's activations only once nothing above holds the graph.
+                drop((logps, entropies));
+                acc.backward_staged(loss.loss, rest)?;
             }
             let mut grads = acc.take();
             let report = self.optimizer.step(&mut grads)?;
+            acc.recycle(grads);
             totals.loss_sum += step_loss;
             totals.norm_sum += report.grad_norm;
             totals.lr = report.learning_rate;

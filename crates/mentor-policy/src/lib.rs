@@ -52,6 +52,7 @@ mod paths;
 mod policy;
 mod sampling;
 mod source;
+mod stages;
 mod threads;
 mod tokenizer;
 mod vexp;
@@ -67,5 +68,6 @@ pub use paths::{deterministic, kernel_path, set_deterministic, set_kernel_path, 
 pub use policy::{LoadOptions, Policy};
 pub use sampling::Sampler;
 pub use source::{HubOptions, ModelFiles, ModelSource};
+pub use stages::Stages;
 pub use threads::{current_threads, on_pool, set_threads, POOL_SPIN_LIMIT, POOL_SPIN_VAR, STACK_BYTES};
 pub use tokenizer::{SpecialTokens, Tokenizer};

@@ -15,6 +15,11 @@
 //! columns are packed too: the norms, linear layers, MLP and LM head run only on each row's
 //! real columns (attention on the padded layout), so completions shorter than the longest
 //! cost no padding columns.
+//!
+//! With [`LogProbOptions::staged`] the graph is cut after every layer ([`Stages`]): a
+//! `backward` of a loss over the log-probs then reaches only the final norm and the LM head,
+//! and [`TokenLogProbs::stages`] carries it down the layers, one at a time, so that a layer's
+//! activations are freed as soon as its gradients are taken.
 
 use candle_core::{Tensor, D};
 
@@ -23,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::kernels;
 use crate::model::{Attend, Kernels, Packing, SharedPrefix};
 use crate::policy::Policy;
+use crate::stages::Stages;
 
 /// Options of [`Policy::logprobs`].
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +45,12 @@ pub struct LogProbOptions {
     /// attended by every row of the group, and its gradient gathers theirs. Results equal the
     /// unshared computation up to float rounding; off computes every row in full.
     pub share_prompts: bool,
+    /// Cut the graph after every layer (with [`Kernels::Differentiable`]; ignored otherwise):
+    /// the result's [`TokenLogProbs::stages`] is then `Some`, and a `backward` of a loss over
+    /// the log-probs reaches only the variables above the last layer until
+    /// [`Stages::backward`] carries it down. Same gradients, a lower memory peak: one layer's
+    /// gradients at a time, and each layer's activations freed once its backward has run.
+    pub staged: bool,
 }
 
 impl Default for LogProbOptions {
@@ -48,6 +60,7 @@ impl Default for LogProbOptions {
             entropy: Entropy::Off,
             kernels: Kernels::Differentiable,
             share_prompts: true,
+            staged: false,
         }
     }
 }
@@ -76,6 +89,9 @@ pub struct TokenLogProbs {
     pub entropy: Option<Tensor>,
     /// 1 for real completion tokens, 0 for padding.
     pub mask: Tensor,
+    /// The layer boundaries of a [`LogProbOptions::staged`] pass: its backward below the
+    /// last layer (`None` when not staged, or not differentiable).
+    pub stages: Option<Stages>,
 }
 
 impl Policy {
@@ -137,9 +153,16 @@ impl Policy {
         };
         // Packed (shared prompts): logits `[1, L, vocab]` of the real completion columns, the
         // targets in that order and each padded position's index among them; else `[B, C, vocab]`.
+        let mut stages = (opts.staged && opts.kernels == Kernels::Differentiable).then(Stages::default);
         let (logits, packed) = if opts.share_prompts && distinct.len() < b {
-            let (logits, targets, unpack) =
-                self.shared_prompt_logits(&distinct, &row_prompt, completions, c_len, opts.kernels)?;
+            let (logits, targets, unpack) = self.shared_prompt_logits(
+                &distinct,
+                &row_prompt,
+                completions,
+                c_len,
+                opts.kernels,
+                stages.as_mut(),
+            )?;
             (logits, Some((targets, unpack)))
         } else {
             // Input columns: the last token of a row never predicts a completion token, so `t`
@@ -158,7 +181,11 @@ impl Policy {
             let ids = Tensor::from_vec(ids, (b, t), &dev)?;
             let pos = positions(&valid, &vec![0; b], &dev)?;
             let att = attention_mask(&valid, t, dtype, &dev)?;
-            (model.forward(&ids, &pos, &att, None, p_len - 1, opts.kernels)?, None)
+            let fast = model.fast(opts.kernels);
+            (
+                model.forward_with(&ids, &pos, &att, None, p_len - 1, stages.as_mut(), opts.kernels, fast)?,
+                None,
+            )
         };
         let logits = if opts.temperature == 1.0 { logits } else { (logits / opts.temperature)? };
         let mask = Tensor::from_vec(mask, (b, c_len), &dev)?.to_dtype(dtype)?;
@@ -199,7 +226,7 @@ impl Policy {
             };
             (lp, entropy)
         };
-        Ok(TokenLogProbs { logprobs: to_rows(lp)?, entropy, mask })
+        Ok(TokenLogProbs { logprobs: to_rows(lp)?, entropy, mask, stages })
     }
 }
 
@@ -211,7 +238,8 @@ impl Policy {
     ///
     /// Layout of the `L` columns: first one per row (the prompt pass's last column, which
     /// predicts the row's first token; an empty completion's is computed and never read), then
-    /// each row's completion columns but its last, packed.
+    /// each row's completion columns but its last, packed. Both passes through the layers are
+    /// cut into `stages` when given.
     fn shared_prompt_logits(
         &self,
         distinct: &[&[u32]],
@@ -219,6 +247,7 @@ impl Policy {
         completions: &[Vec<u32>],
         c_len: usize,
         kernels: Kernels,
+        mut stages: Option<&mut Stages>,
     ) -> Result<(Tensor, Vec<u32>, Vec<u32>)> {
         let model = self.model_for(kernels);
         let (dev, dtype, fast) = (model.device().clone(), model.dtype(), model.fast(kernels));
@@ -230,7 +259,16 @@ impl Policy {
         let pos = positions(&valid, &vec![0; g], &dev)?;
         let att = attention_mask(&valid, p, dtype, &dev)?;
         let mut layers = Vec::new();
-        let x = model.body(&ids, &pos, &att, Attend::Cache(None), Some(&mut layers), kernels, fast)?;
+        let x = model.body(
+            &ids,
+            &pos,
+            &att,
+            Attend::Cache(None),
+            Some(&mut layers),
+            stages.as_deref_mut(),
+            kernels,
+            fast,
+        )?;
         let rows = Tensor::from_vec(row_prompt.iter().map(|&r| r as u32).collect::<Vec<_>>(), b, &dev)?;
         // The last prompt column predicts each row's first completion token.
         let first = x.narrow(1, p - 1, 1)?.contiguous()?.index_select(&rows, 0)?.reshape((1, b, ()))?;
@@ -269,7 +307,7 @@ impl Policy {
             let att = attention_mask(&keys, s, dtype, &dev)?;
             let packed = Some(Packing::new(&real, s, &dev)?);
             let prefix = SharedPrefix { layers, rows, packed };
-            let rest = model.body(&ids, &pos, &att, Attend::Prefix(&prefix), None, kernels, fast)?;
+            let rest = model.body(&ids, &pos, &att, Attend::Prefix(&prefix), None, stages, kernels, fast)?;
             Tensor::cat(&[&first, &rest], 1)?
         };
         Ok((model.head(&hidden, kernels, fast)?, targets, unpack))

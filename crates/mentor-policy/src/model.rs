@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::kernels;
 use crate::matmul;
+use crate::stages::Stages;
 
 /// Which kernels the forward pass uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -304,19 +305,21 @@ impl Model {
         logits_from: usize,
         kernels: Kernels,
     ) -> Result<Tensor> {
-        self.forward_with(ids, positions, mask, cache, logits_from, kernels, self.fused_bwd(kernels))
+        self.forward_with(ids, positions, mask, cache, logits_from, None, kernels, self.fused_bwd(kernels))
     }
 
     /// [`Self::forward`], `fast` choosing between [`crate::kernels`] and composite ops for
-    /// [`Kernels::Differentiable`] (the tests compare the two).
+    /// [`Kernels::Differentiable`] (the tests compare the two), the graph cut into `stages`
+    /// when given.
     #[allow(clippy::too_many_arguments)]
-    fn forward_with(
+    pub(crate) fn forward_with(
         &self,
         ids: &Tensor,
         positions: &Tensor,
         mask: &Tensor,
         cache: Option<&mut KvCache>,
         logits_from: usize,
+        stages: Option<&mut Stages>,
         kernels: Kernels,
         fast: bool,
     ) -> Result<Tensor> {
@@ -324,7 +327,7 @@ impl Model {
         if logits_from >= t {
             return Err(Error::InvalidRequest(format!("logits_from {logits_from} >= sequence length {t}")));
         }
-        let x = self.body(ids, positions, mask, Attend::Cache(cache), None, kernels, fast)?;
+        let x = self.body(ids, positions, mask, Attend::Cache(cache), None, stages, kernels, fast)?;
         let x = if logits_from > 0 { x.narrow(1, logits_from, t - logits_from)? } else { x };
         self.head(&x, kernels, fast)
     }
@@ -349,7 +352,8 @@ impl Model {
     /// The decoder layers: hidden states `[B, T, hidden]` after the last layer (before the
     /// final norm). `attend` gives the keys and values before this call's (a no-grad cache, or
     /// a differentiable shared prefix); `record`, when given, receives each layer's keys
-    /// (after RoPE) and values of this call, `[B, kv_heads, T, head_dim]`, still in the graph.
+    /// (after RoPE) and values of this call, `[B, kv_heads, T, head_dim]`, still in the graph;
+    /// `stages`, when given, cuts the graph after every layer ([`Stages`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn body(
         &self,
@@ -358,6 +362,7 @@ impl Model {
         mask: &Tensor,
         attend: Attend<'_>,
         mut record: Option<&mut Vec<(Tensor, Tensor)>>,
+        mut stages: Option<&mut Stages>,
         kernels: Kernels,
         fast: bool,
     ) -> Result<Tensor> {
@@ -493,6 +498,9 @@ impl Model {
                 (gate.silu()? * up)?
             };
             x = (x + lin(&l.down, &m)?)?;
+            if let Some(s) = stages.as_deref_mut() {
+                x = s.cut(li, x)?;
+            }
         }
         Ok(x)
     }
@@ -658,7 +666,7 @@ mod tests {
             Tensor::from_vec(vec![1u32, 2, 3, 4, 5, 6, 0, 0, 0, 7, 8, 9], (2, 6), &Device::Cpu).unwrap();
         let pos = positions(&valid, &[0, 0], &Device::Cpu).unwrap();
         let mask = attention_mask(&valid, 6, m.dtype(), &Device::Cpu).unwrap();
-        m.forward_with(&ids, &pos, &mask, None, 1, Kernels::Differentiable, fast).unwrap()
+        m.forward_with(&ids, &pos, &mask, None, 1, None, Kernels::Differentiable, fast).unwrap()
     }
 
     fn max_rel(a: &Tensor, b: &Tensor) -> f64 {

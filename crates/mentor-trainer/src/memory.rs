@@ -11,7 +11,11 @@
 //! completions of at most `c` (so keys `t = p + c`):
 //!
 //! - **weights** `4 P` (twice with a KL reference model, `grpo.beta > 0`);
-//! - **gradients** `8 P`: the micro-batches' running sum and one backward pass's gradients;
+//! - **gradients** `8 P`: the micro-batches' running sum and one backward pass's gradients.
+//!   An upper bound since the update's backward runs a layer at a time
+//!   (`mentor_policy::Stages`): it holds the sum and one layer's gradients (the LM head's at
+//!   most, with the zeroed buffer and the sum candle's backward makes for it); the peaks in
+//!   `train::preflight`'s test were measured before that change and are not re-measured;
 //! - **optimizer** `8 P`: AdamW's two moments;
 //! - **activations** of the largest micro-batch's training pass, everything the graph keeps
 //!   for the backward (`mentor-policy`'s shared-prompt, packed-column log-probs), in floats

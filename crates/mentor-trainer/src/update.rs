@@ -1,8 +1,9 @@
 //! One GRPO update from the rows the strategy plug-in assembled: token ids, masks and
 //! advantages into a [`RolloutBatch`], log-probs from the policy's differentiable path.
 
+use candle_core::backprop::GradStore;
 use candle_core::{Device, Tensor};
-use mentor_grpo::{Pass, PolicyOutput, RolloutBatch, StepMetrics, Updater};
+use mentor_grpo::{Pass, PolicyOutput, RolloutBatch, StagedBackward, StepMetrics, Updater};
 use mentor_integration::TrainRow;
 use mentor_policy::{Entropy, Kernels, LogProbOptions, Policy};
 
@@ -43,8 +44,13 @@ pub fn grpo_step(
         Ok(Tensor::from_vec(flat, (b, t), &dev)?)
     };
     let mask = pad_rows(completions.iter().map(|c| vec![1.0; c.len()]).collect())?;
-    let no_grad =
-        LogProbOptions { temperature, entropy: Entropy::Off, kernels: Kernels::Fused, share_prompts: true };
+    let no_grad = LogProbOptions {
+        temperature,
+        entropy: Entropy::Off,
+        kernels: Kernels::Fused,
+        share_prompts: true,
+        staged: false,
+    };
     let widen = |x: Tensor| -> Result<Tensor> {
         let w = x.dim(1)?;
         Ok(if w < t { x.pad_with_zeros(1, 0, t - w)? } else { x })
@@ -95,11 +101,15 @@ pub fn grpo_step(
         baselines: Some(rows.iter().map(|r| r.baseline).collect()),
     };
     // Token entropy is logged (TRL's `entropy`): one pass over the logits, outside the graph.
+    // The graph is cut after every layer (`Staged`): the update holds one layer's gradients
+    // at a time beside the micro-batches' running sums, and frees each layer's activations
+    // as its backward runs.
     let opts = LogProbOptions {
         temperature,
         entropy: Entropy::Metric,
         kernels: Kernels::Differentiable,
         share_prompts: true,
+        staged: true,
     };
     // Rows that carry no gradient (a group whose rewards are all equal) only need the entropy:
     // the no-grad kernels, no graph.
@@ -111,8 +121,23 @@ pub fn grpo_step(
             let c: Vec<Vec<u32>> = idx.iter().map(|&i| completions[i].clone()).collect();
             let out = policy.logprobs(&p, &c, if pass == Pass::Train { &opts } else { &metrics_only })?;
             let entropies = out.entropy.map(widen).transpose()?;
-            Ok(PolicyOutput { logps: widen(out.logprobs)?, entropies })
+            let rest = out.stages.map(|s| Box::new(Staged(s)) as Box<dyn StagedBackward>);
+            Ok(PolicyOutput { logps: widen(out.logprobs)?, entropies, rest })
         },
     )?;
     Ok(Some(metrics))
+}
+
+/// A policy pass's layer boundaries as the rest of the update's backward.
+#[derive(Debug)]
+struct Staged(mentor_policy::Stages);
+
+impl StagedBackward for Staged {
+    fn finish(
+        self: Box<Self>,
+        top: GradStore,
+        add: &mut dyn FnMut(&GradStore) -> mentor_grpo::Result<()>,
+    ) -> mentor_grpo::Result<()> {
+        self.0.backward(top, add)
+    }
 }

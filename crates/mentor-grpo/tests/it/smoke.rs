@@ -83,7 +83,7 @@ impl Policy {
         let logp = self.log_probs(&p)?;
         let logps = logp.gather(&tokens.index_select(&idx, 0)?.unsqueeze(D::Minus1)?, D::Minus1)?;
         let entropies = (logp.exp()? * &logp)?.sum(D::Minus1)?.neg()?.detach();
-        Ok(PolicyOutput { logps: logps.squeeze(D::Minus1)?, entropies: Some(entropies) })
+        Ok(PolicyOutput { logps: logps.squeeze(D::Minus1)?, entropies: Some(entropies), rest: None })
     }
 }
 

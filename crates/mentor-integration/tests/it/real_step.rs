@@ -103,7 +103,7 @@ fn update(policy: &Policy, rows: &[TrainRow]) -> f64 {
             // Pad to the batch width.
             let w = out.logprobs.dim(1)?;
             let logps = if w < t { out.logprobs.pad_with_zeros(1, 0, t - w)? } else { out.logprobs };
-            Ok(PolicyOutput { logps, entropies: None })
+            Ok(PolicyOutput { logps, entropies: None, rest: None })
         })
         .unwrap();
     metrics.loss

@@ -253,3 +253,69 @@ fn shared_prompts_in_f32_match_within_rounding() {
         assert!(d < 1e-5, "{kernels:?}: f32 log-probs differ by {d}");
     }
 }
+
+/// A staged pass (`LogProbOptions::staged`): the loss's `backward` reaches only the final norm
+/// and the head, and `Stages::backward` carries it down; together they give every weight the
+/// gradient of the whole graph (shared prompts or not, with a differentiable entropy or not,
+/// on the fused f32 path training runs and the composite f64 one).
+#[test]
+fn a_staged_backward_gives_the_whole_graphs_gradients() {
+    for (dtype, tol) in [(DType::F32, 1e-6), (DType::F64, 1e-12)] {
+        let p = tiny(dtype, 5);
+        let (prompts, completions) = grouped_batch(&p);
+        for share_prompts in [true, false] {
+            for entropy in [mentor_policy::Entropy::Metric, mentor_policy::Entropy::Differentiable] {
+                let opts = LogProbOptions { entropy, share_prompts, ..LogProbOptions::default() };
+                let loss = |out: &mentor_policy::TokenLogProbs| {
+                    let (rows, c) = out.logprobs.dims2().unwrap();
+                    let w: Vec<f64> = (0..rows * c).map(|i| 0.3 - 0.11 * i as f64).collect();
+                    let w = Tensor::from_vec(w, (rows, c), &Device::Cpu).unwrap().to_dtype(dtype).unwrap();
+                    let mut l = (&out.logprobs * w).unwrap().sum_all().unwrap();
+                    if entropy == mentor_policy::Entropy::Differentiable {
+                        let h = out.entropy.as_ref().unwrap().sum_all().unwrap();
+                        l = (l + (h * 0.1).unwrap()).unwrap();
+                    }
+                    l
+                };
+                let whole = p.logprobs(&prompts, &completions, &opts).unwrap();
+                assert!(whole.stages.is_none(), "not staged unless asked");
+                let want = loss(&whole).backward().unwrap();
+
+                let staged = LogProbOptions { staged: true, ..opts.clone() };
+                let out = p.logprobs(&prompts, &completions, &staged).unwrap();
+                let d = max_abs_diff(&out.logprobs, &whole.logprobs);
+                assert_eq!(d, 0.0, "staging changed the log-probs by {d}");
+                let stages = out.stages.clone().expect("a staged pass has stages");
+                assert_eq!(stages.len(), p.model().config().num_hidden_layers);
+                let top = loss(&out).backward().unwrap();
+                drop(out);
+                let mut got: std::collections::HashMap<String, Tensor> = std::collections::HashMap::new();
+                let mut take = |g: &candle_core::backprop::GradStore| -> candle_core::Result<()> {
+                    for (name, v) in p.vars() {
+                        if let Some(t) = g.get(v.as_tensor()) {
+                            let sum = match got.remove(&name) {
+                                Some(s) => (s + t)?,
+                                None => t.clone(),
+                            };
+                            got.insert(name, sum);
+                        }
+                    }
+                    Ok(())
+                };
+                take(&top).unwrap();
+                // The top alone reaches no layer: the rest must come from the stages.
+                let layer0 = p.vars().into_iter().find(|(n, _)| n.contains("layers.0.")).unwrap();
+                assert!(top.get(layer0.1.as_tensor()).is_none(), "{} reached from the top", layer0.0);
+                stages.backward(top, &mut take).unwrap();
+                for (name, v) in p.vars() {
+                    let y = want.get(v.as_tensor()).unwrap();
+                    let x = got.get(&name).unwrap_or_else(|| panic!("{name}: no staged gradient"));
+                    let scale = y.abs().unwrap().max_all().unwrap().to_dtype(DType::F64).unwrap();
+                    let scale = scale.to_scalar::<f64>().unwrap().max(1e-300);
+                    let d = max_abs_diff(x, y) / scale;
+                    assert!(d <= tol, "{dtype:?} shared {share_prompts} {entropy:?} {name}: differs by {d}");
+                }
+            }
+        }
+    }
+}

@@ -75,6 +75,7 @@ fn mean_logprobs(
         entropy: Entropy::Off,
         kernels: Kernels::Fused,
         share_prompts: true,
+        staged: false,
     };
     let mut out = Vec::with_capacity(prompts.len());
     let step = batch_rows.max(1);
@@ -170,6 +171,7 @@ mod tests {
             entropy: Entropy::Off,
             kernels: Kernels::Fused,
             share_prompts: false,
+            staged: false,
         };
         let by_hand = |prompt: &[Message]| -> f64 {
             let base = p.encode_chat(prompt).unwrap();
