@@ -3,8 +3,15 @@
 //! micro-batch, so the update neither holds a sum and its successor at once nor scatters a
 //! fresh 0.5 GB across the heap on every backward.
 //!
-//! Each element gets the value the out-of-place op would give (`a + b` in the tensors'
-//! dtype, a copy), so the bits are unchanged.
+//! The optimizer step works the same way: clipping scales the sums where they lie, and AdamW
+//! updates its moments and the weights in place ([`adamw`]), three passes instead of a dozen
+//! tensor ops that each allocated a whole new copy; the long-lived state (weights, moments,
+//! sums) then stays where it was first allocated, and the update's activations are not
+//! fragmented around new copies of it every step.
+//!
+//! Each element gets the value the out-of-place ops would give, operation by operation in
+//! the tensors' dtype (candle's `x * c` is `x * c + 0` and `x + c` is `x * 1 + c`, with the
+//! `f64` constants rounded to the dtype as candle rounds them), so the bits are unchanged.
 
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, DType, Layout, Tensor};
@@ -20,6 +27,215 @@ pub(crate) fn writable_from(dst: &Tensor, src: &Tensor) -> bool {
         && dst.shape() == src.shape()
         && dst.is_contiguous()
         && src.is_contiguous()
+}
+
+/// Whether [`adamw`] and [`scale`] can run in place on `t` (f32 or f64 on the CPU, contiguous).
+pub(crate) fn steppable(t: &Tensor) -> bool {
+    t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64) && t.is_contiguous()
+}
+
+/// `t = t * c` in place, as candle's `t * c` (`affine(c, 0)`) computes it.
+pub(crate) fn scale(t: &Tensor, c: f64) -> candle_core::Result<()> {
+    t.inplace_op1(&Scale(c))
+}
+
+/// One AdamW step's constants, as [`crate::Optimizer`] computes them in `f64`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AdamStep {
+    pub beta1: f64,
+    pub beta2: f64,
+    pub eps: f64,
+    /// `1 - lr * weight_decay`.
+    pub decay: f64,
+    pub lr: f64,
+    /// `1 / (1 - beta1^t)`.
+    pub scale_m: f64,
+    /// `1 / (1 - beta2^t)`.
+    pub scale_v: f64,
+}
+
+/// One AdamW step in place: `m = m b1 + g (1 - b1)`, `v = v b2 + g² (1 - b2)`, then
+/// `θ = θ (1 - lr wd) - ((m s_m) / (sqrt(v s_v) + eps)) lr` (all of `theta`, `m`, `v` and `g`
+/// [`steppable`], of one dtype and shape; `theta` is the variable's own tensor).
+pub(crate) fn adamw(
+    theta: &Tensor,
+    m: &Tensor,
+    v: &Tensor,
+    g: &Tensor,
+    k: AdamStep,
+) -> candle_core::Result<()> {
+    m.inplace_op2(g, &Moment { decay: k.beta1, square: false })?;
+    v.inplace_op2(g, &Moment { decay: k.beta2, square: true })?;
+    theta.inplace_op3(m, v, &Weights(k))
+}
+
+/// The float types the optimizer's in-place ops handle, with candle's rounding of `f64`
+/// constants (`as`).
+trait Real:
+    Copy
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+{
+    const ZERO: Self;
+    const ONE: Self;
+    fn of(x: f64) -> Self;
+    fn sqrt(self) -> Self;
+}
+
+impl Real for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn of(x: f64) -> Self {
+        x as f32
+    }
+    fn sqrt(self) -> Self {
+        f32::sqrt(self)
+    }
+}
+
+impl Real for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn of(x: f64) -> Self {
+        x
+    }
+    fn sqrt(self) -> Self {
+        f64::sqrt(self)
+    }
+}
+
+/// The contiguous elements of a storage, or an error naming the op.
+fn slice_mut<'a, T>(s: &'a mut [T], l: &Layout, name: &str) -> candle_core::Result<&'a mut [T]> {
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&mut s[a..b]),
+        None => candle_core::bail!("{name}: not contiguous"),
+    }
+}
+
+fn slice<'a, T>(s: &'a [T], l: &Layout, n: usize, name: &str) -> candle_core::Result<&'a [T]> {
+    match l.contiguous_offsets() {
+        Some((a, b)) if b - a == n => Ok(&s[a..b]),
+        Some((a, b)) => candle_core::bail!("{name}: {} elements against {n}", b - a),
+        None => candle_core::bail!("{name}: not contiguous"),
+    }
+}
+
+/// `x * c + 0`: candle's `affine(c, 0)`.
+struct Scale(f64);
+
+impl candle_core::InplaceOp1 for Scale {
+    fn name(&self) -> &'static str {
+        "grad-scale"
+    }
+
+    fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> candle_core::Result<()> {
+        fn go<T: Real>(x: &mut [T], c: f64) {
+            let c = T::of(c);
+            x.iter_mut().for_each(|x| *x = *x * c + T::ZERO);
+        }
+        match s {
+            CpuStorage::F32(x) => go(slice_mut(x, l, self.name())?, self.0),
+            CpuStorage::F64(x) => go(slice_mut(x, l, self.name())?, self.0),
+            s => candle_core::bail!("{}: {:?}", self.name(), s.dtype()),
+        }
+        Ok(())
+    }
+}
+
+/// A moment's pass of [`adamw`]: `m * d + 0 + (g * (1 - d) + 0)` (`g * g` for the second).
+struct Moment {
+    decay: f64,
+    square: bool,
+}
+
+impl Moment {
+    fn apply<T: Real>(&self, m: &mut [T], g: &[T]) {
+        let (decay, keep) = (T::of(self.decay), T::of(1.0 - self.decay));
+        for (m, &g) in m.iter_mut().zip(g) {
+            let g = if self.square { g * g } else { g };
+            *m = (*m * decay + T::ZERO) + (g * keep + T::ZERO);
+        }
+    }
+}
+
+/// The weights' pass of [`adamw`]:
+/// `θ * (1 - lr wd) + 0 - (((m * s_m + 0) / (sqrt(v * s_v + 0) * 1 + eps)) * lr + 0)`.
+struct Weights(AdamStep);
+
+impl Weights {
+    fn apply<T: Real>(&self, theta: &mut [T], m: &[T], v: &[T]) {
+        let k = &self.0;
+        let (decay, sm, sv, eps, lr) =
+            (T::of(k.decay), T::of(k.scale_m), T::of(k.scale_v), T::of(k.eps), T::of(k.lr));
+        for ((t, &m), &v) in theta.iter_mut().zip(m).zip(v) {
+            let m_hat = m * sm + T::ZERO;
+            let v_hat = v * sv + T::ZERO;
+            let step = (m_hat / (v_hat.sqrt() * T::ONE + eps)) * lr + T::ZERO;
+            *t = (*t * decay + T::ZERO) - step;
+        }
+    }
+}
+
+impl candle_core::InplaceOp2 for Moment {
+    fn name(&self) -> &'static str {
+        "adamw-moment"
+    }
+
+    fn cpu_fwd(
+        &self,
+        m: &mut CpuStorage,
+        lm: &Layout,
+        g: &CpuStorage,
+        lg: &Layout,
+    ) -> candle_core::Result<()> {
+        let name = self.name();
+        match (m, g) {
+            (CpuStorage::F32(m), CpuStorage::F32(g)) => {
+                let m = slice_mut(m, lm, name)?;
+                self.apply(m, slice(g, lg, m.len(), name)?)
+            }
+            (CpuStorage::F64(m), CpuStorage::F64(g)) => {
+                let m = slice_mut(m, lm, name)?;
+                self.apply(m, slice(g, lg, m.len(), name)?)
+            }
+            (m, g) => candle_core::bail!("{name}: {:?} into {:?}", g.dtype(), m.dtype()),
+        }
+        Ok(())
+    }
+}
+
+impl candle_core::InplaceOp3 for Weights {
+    fn name(&self) -> &'static str {
+        "adamw-weights"
+    }
+
+    fn cpu_fwd(
+        &self,
+        t: &mut CpuStorage,
+        lt: &Layout,
+        m: &CpuStorage,
+        lm: &Layout,
+        v: &CpuStorage,
+        lv: &Layout,
+    ) -> candle_core::Result<()> {
+        let name = self.name();
+        match (t, m, v) {
+            (CpuStorage::F32(t), CpuStorage::F32(m), CpuStorage::F32(v)) => {
+                let t = slice_mut(t, lt, name)?;
+                let n = t.len();
+                self.apply(t, slice(m, lm, n, name)?, slice(v, lv, n, name)?)
+            }
+            (CpuStorage::F64(t), CpuStorage::F64(m), CpuStorage::F64(v)) => {
+                let t = slice_mut(t, lt, name)?;
+                let n = t.len();
+                self.apply(t, slice(m, lm, n, name)?, slice(v, lv, n, name)?)
+            }
+            (t, ..) => candle_core::bail!("{name}: {:?}", t.dtype()),
+        }
+        Ok(())
+    }
 }
 
 /// `dst += src` in place (see [`writable_from`]).
@@ -118,5 +334,71 @@ mod tests {
         assert!(!writable_from(&m, &m.to_dtype(DType::F64).unwrap()), "another dtype");
         let ids = Tensor::new(&[1u32, 2], &dev).unwrap();
         assert!(!writable_from(&ids, &ids.copy().unwrap()), "an integer dtype");
+    }
+
+    /// The candle-op formula `Optimizer::adamw` falls back to, for the bit comparison.
+    fn adamw_by_ops(
+        theta: &Tensor,
+        m: &Tensor,
+        v: &Tensor,
+        g: &Tensor,
+        k: AdamStep,
+    ) -> (Tensor, Tensor, Tensor) {
+        let m = ((m * k.beta1).unwrap() + (g * (1.0 - k.beta1)).unwrap()).unwrap();
+        let v = ((v * k.beta2).unwrap() + (g.sqr().unwrap() * (1.0 - k.beta2)).unwrap()).unwrap();
+        let t = (theta * k.decay).unwrap();
+        let m_hat = (&m * k.scale_m).unwrap();
+        let v_hat = (&v * k.scale_v).unwrap();
+        let step = ((m_hat / (v_hat.sqrt().unwrap() + k.eps).unwrap()).unwrap() * k.lr).unwrap();
+        ((t - step).unwrap(), m, v)
+    }
+
+    #[test]
+    fn adamw_and_scaling_in_place_have_the_candle_ops_bits() {
+        let dev = Device::Cpu;
+        let n = 257;
+        let wave =
+            |a: f64, b: f64| (0..n).map(move |i| ((i as f64 * a).sin() * b) as f32).collect::<Vec<f32>>();
+        let mut g0 = wave(0.7, 3e-3);
+        g0[3] = 0.0;
+        g0[4] = -0.0;
+        g0[5] = 1e-30;
+        for dtype in [DType::F32, DType::F64] {
+            let t = |v: Vec<f32>| Tensor::from_vec(v, n, &dev).unwrap().to_dtype(dtype).unwrap();
+            let (theta, m, v) =
+                (t(wave(0.3, 0.5)), t(wave(1.1, 1e-3)), t(wave(0.9, 1e-6).iter().map(|x| x.abs()).collect()));
+            let (mut want_t, mut want_m, mut want_v) =
+                (theta.copy().unwrap(), m.copy().unwrap(), v.copy().unwrap());
+            for step in 1..=3 {
+                let g = t(g0.iter().map(|x| x * step as f32).collect());
+                let k = AdamStep {
+                    beta1: 0.9,
+                    beta2: 0.999,
+                    eps: 1e-8,
+                    decay: 1.0 - 1e-3 * 0.01,
+                    lr: 1e-3,
+                    scale_m: 1.0 / (1.0 - 0.9f64.powi(step)),
+                    scale_v: 1.0 / (1.0 - 0.999f64.powi(step)),
+                };
+                assert!([&theta, &m, &v, &g].iter().all(|x| steppable(x)));
+                adamw(&theta, &m, &v, &g, k).unwrap();
+                (want_t, want_m, want_v) = adamw_by_ops(&want_t, &want_m, &want_v, &g, k);
+                let bits = |x: &Tensor| {
+                    x.to_dtype(DType::F64)
+                        .unwrap()
+                        .to_vec1::<f64>()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x.to_bits())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(bits(&m), bits(&want_m), "{dtype:?} step {step}: first moment");
+                assert_eq!(bits(&v), bits(&want_v), "{dtype:?} step {step}: second moment");
+                assert_eq!(bits(&theta), bits(&want_t), "{dtype:?} step {step}: weights");
+                let scaled = (&g * 0.3).unwrap();
+                scale(&g, 0.3).unwrap();
+                assert_eq!(bits(&g), bits(&scaled), "{dtype:?}: clipping's scale");
+            }
+        }
     }
 }

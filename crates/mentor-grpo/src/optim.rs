@@ -35,14 +35,23 @@ pub fn grad_norm(vars: &[Var], grads: &GradStore) -> Result<f64> {
 /// `max_norm / (norm + 1e-6)`. Returns the norm **before** clipping (what TRL logs as
 /// `grad_norm`). `max_norm <= 0` only measures. A non-finite norm is returned unchanged and
 /// the gradients are left alone (the caller decides whether to skip the step).
+///
+/// As PyTorch's, the scaling is in place where it can be (contiguous f32 or f64 on the CPU;
+/// the bits of `g * coef`): a clone of a gradient taken before sees the scaled values.
 pub fn clip_grad_norm(vars: &[Var], grads: &mut GradStore, max_norm: f64) -> Result<f64> {
     let norm = grad_norm(vars, grads)?;
     if max_norm > 0.0 && norm.is_finite() {
         let coef = max_norm / (norm + CLIP_EPSILON);
         if coef < 1.0 {
             for v in vars {
-                if let Some(g) = grads.remove(v.as_tensor()) {
-                    grads.insert(v.as_tensor(), (g * coef)?);
+                match grads.get(v.as_tensor()) {
+                    Some(g) if inplace::steppable(g) => inplace::scale(g, coef)?,
+                    Some(_) => {
+                        if let Some(g) = grads.remove(v.as_tensor()) {
+                            grads.insert(v.as_tensor(), (g * coef)?);
+                        }
+                    }
+                    None => {}
                 }
             }
         }
@@ -75,23 +84,30 @@ impl GradAccumulator {
 
     /// Add the variables' gradients from one backward pass.
     pub fn add(&mut self, grads: &GradStore) -> Result<()> {
-        let slots = self.sums.iter_mut().zip(self.holds.iter_mut());
-        for (v, (sum, holds)) in self.vars.iter().zip(slots) {
-            let Some(g) = grads.get(v.as_tensor()) else { continue };
-            match sum {
-                Some(s) if inplace::writable_from(s, g) => {
-                    if *holds {
-                        inplace::add_into(s, g)?
-                    } else {
-                        inplace::copy_into(s, g)?
-                    }
-                }
-                Some(s) if *holds => *sum = Some((&*s + g)?.detach()),
-                // A copy, not the store's tensor: the sum is written in place later.
-                _ => *sum = Some(g.detach().copy()?),
+        for i in 0..self.vars.len() {
+            if let Some(g) = grads.get(self.vars[i].as_tensor()) {
+                self.add_one(i, g)?;
             }
-            *holds = true;
         }
+        Ok(())
+    }
+
+    /// Adds `g` to variable `i`'s sum.
+    fn add_one(&mut self, i: usize, g: &Tensor) -> Result<()> {
+        let (sum, holds) = (&mut self.sums[i], &mut self.holds[i]);
+        match sum {
+            Some(s) if inplace::writable_from(s, g) => {
+                if *holds {
+                    inplace::add_into(s, g)?
+                } else {
+                    inplace::copy_into(s, g)?
+                }
+            }
+            Some(s) if *holds => *sum = Some((&*s + g)?.detach()),
+            // A copy, not the store's tensor: the sum is written in place later.
+            _ => *sum = Some(g.detach().copy()?),
+        }
+        *holds = true;
         Ok(())
     }
 
@@ -280,7 +296,8 @@ impl Optimizer {
         }
         let dtype = self.vars[0].dtype();
         let device = self.vars[0].device().clone();
-        let conv = |t: Tensor| t.to_dtype(dtype).and_then(|t| t.to_device(&device));
+        // Copies: the moments are updated in place, and must not write into the caller's.
+        let conv = |t: Tensor| t.to_dtype(dtype).and_then(|t| t.to_device(&device)).and_then(|t| t.copy());
         self.m = state.first_moments.into_iter().map(conv).collect::<std::result::Result<_, _>>()?;
         self.v = state.second_moments.into_iter().map(conv).collect::<std::result::Result<_, _>>()?;
         self.step = state.step;
@@ -309,13 +326,23 @@ impl Optimizer {
     /// One AdamW update (PyTorch's formulation, as candle-nn's):
     /// `m = b1 m + (1-b1) g`, `v = b2 v + (1-b2) g^2`,
     /// `θ = θ (1 - lr wd) - lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`.
+    /// In place where every tensor allows it ([`inplace::adamw`], the same bits), otherwise
+    /// from candle ops.
     fn adamw(&mut self, grads: &GradStore, lr: f64) -> Result<()> {
         let AdamParams { beta1, beta2, eps, weight_decay } = self.params;
         let t = (self.step + 1) as i32;
         let scale_m = 1.0 / (1.0 - beta1.powi(t));
         let scale_v = 1.0 / (1.0 - beta2.powi(t));
+        let k = inplace::AdamStep { beta1, beta2, eps, decay: 1.0 - lr * weight_decay, lr, scale_m, scale_v };
         for (i, var) in self.vars.iter().enumerate() {
             let Some(g) = grads.get(var) else { continue };
+            let theta = var.as_tensor();
+            let (m, v) = (&self.m[i], &self.v[i]);
+            let same = |x: &Tensor| x.dtype() == theta.dtype() && x.dims() == theta.dims();
+            if [theta, m, v, g].into_iter().all(|x| inplace::steppable(x) && same(x)) {
+                inplace::adamw(theta, m, v, g, k)?;
+                continue;
+            }
             let m = ((&self.m[i] * beta1)? + (g * (1.0 - beta1))?)?;
             let v = ((&self.v[i] * beta2)? + (g.sqr()? * (1.0 - beta2))?)?;
             let theta = (var.as_tensor() * (1.0 - lr * weight_decay))?;
