@@ -27,6 +27,7 @@ mod metrics;
 mod optim;
 mod schedule;
 pub mod sft;
+mod staged;
 mod update;
 
 pub use advantage::{advantages_with_baselines, group_advantages, Advantages, STD_EPSILON};
@@ -40,4 +41,5 @@ pub use masking::mask_truncated;
 pub use metrics::{rollout_stats, RolloutStats, StepMetrics};
 pub use optim::{clip_grad_norm, grad_norm, GradAccumulator, Optimizer, OptimizerState, StepReport};
 pub use schedule::LrSchedule;
-pub use update::{micro_batches, Pass, PolicyOutput, RolloutBatch, StagedBackward, Updater};
+pub use staged::StagedBackward;
+pub use update::{micro_batches, Pass, PolicyOutput, RolloutBatch, Updater};

@@ -15,7 +15,7 @@ use crate::config::OptimizerConfig;
 use crate::error::{Error, Result};
 use crate::inplace;
 use crate::schedule::LrSchedule;
-use crate::update::StagedBackward;
+use crate::staged::StagedBackward;
 
 /// PyTorch's `clip_grad_norm_` epsilon: `coef = max_norm / (total_norm + 1e-6)`.
 const CLIP_EPSILON: f64 = 1e-6;

@@ -16,7 +16,7 @@ use crate::loss::{entropy_metric, grpo_loss, mask_tokens, LossInputs, LossScale,
 use crate::masking::mask_truncated;
 use crate::metrics::{rollout_stats, StepMetrics};
 use crate::optim::{GradAccumulator, Optimizer};
-use candle_core::backprop::GradStore;
+use crate::staged::StagedBackward;
 
 /// A scored generation batch. Row `i` of every field is completion `i`.
 #[derive(Debug, Clone)]
@@ -63,16 +63,6 @@ pub struct PolicyOutput {
     /// loss reaches only the top of the graph, and this carries it down ([`StagedBackward`]).
     /// `None`: the loss's `backward` reaches every variable.
     pub rest: Option<Box<dyn StagedBackward>>,
-}
-
-/// The backward of a policy pass below the part a loss's `backward` reaches (a graph cut at
-/// its layer boundaries so that one layer's gradients and activations are held at a time:
-/// `mentor_policy::Stages`).
-pub trait StagedBackward: std::fmt::Debug + Send {
-    /// Carries the gradients in `top` (what `backward` of the loss returned; its variables'
-    /// gradients are already taken) down the rest of the graph, handing each stage's
-    /// gradients to `add` as they come.
-    fn finish(self: Box<Self>, top: GradStore, add: &mut dyn FnMut(&GradStore) -> Result<()>) -> Result<()>;
 }
 
 /// Owns the config and the optimizer; runs GRPO updates.
