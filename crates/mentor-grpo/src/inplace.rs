@@ -279,18 +279,20 @@ impl candle_core::InplaceOp2 for Elementwise {
         src_l: &Layout,
     ) -> candle_core::Result<()> {
         let name = self.name();
-        let (Some((d0, d1)), Some((s0, s1))) = (dst_l.contiguous_offsets(), src_l.contiguous_offsets())
-        else {
-            candle_core::bail!("{name}: both tensors must be contiguous")
-        };
-        if d1 - d0 != s1 - s0 {
-            candle_core::bail!("{name}: {} elements into {}", s1 - s0, d1 - d0)
-        }
+        let n = dst_l.shape().elem_count();
         match (dst, src) {
-            (CpuStorage::F32(d), CpuStorage::F32(s)) => self.apply(&mut d[d0..d1], &s[s0..s1]),
-            (CpuStorage::F64(d), CpuStorage::F64(s)) => self.apply(&mut d[d0..d1], &s[s0..s1]),
-            (CpuStorage::BF16(d), CpuStorage::BF16(s)) => self.apply(&mut d[d0..d1], &s[s0..s1]),
-            (CpuStorage::F16(d), CpuStorage::F16(s)) => self.apply(&mut d[d0..d1], &s[s0..s1]),
+            (CpuStorage::F32(d), CpuStorage::F32(s)) => {
+                self.apply(slice_mut(d, dst_l, name)?, slice(s, src_l, n, name)?)
+            }
+            (CpuStorage::F64(d), CpuStorage::F64(s)) => {
+                self.apply(slice_mut(d, dst_l, name)?, slice(s, src_l, n, name)?)
+            }
+            (CpuStorage::BF16(d), CpuStorage::BF16(s)) => {
+                self.apply(slice_mut(d, dst_l, name)?, slice(s, src_l, n, name)?)
+            }
+            (CpuStorage::F16(d), CpuStorage::F16(s)) => {
+                self.apply(slice_mut(d, dst_l, name)?, slice(s, src_l, n, name)?)
+            }
             (d, s) => candle_core::bail!("{name}: {:?} into {:?}", s.dtype(), d.dtype()),
         }
         Ok(())

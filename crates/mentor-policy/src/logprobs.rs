@@ -48,8 +48,10 @@ pub struct LogProbOptions {
     /// Cut the graph after every layer (with [`Kernels::Differentiable`]; ignored otherwise):
     /// the result's [`TokenLogProbs::stages`] is then `Some`, and a `backward` of a loss over
     /// the log-probs reaches only the variables above the last layer until
-    /// [`Stages::backward`] carries it down. Same gradients, a lower memory peak: one layer's
-    /// gradients at a time, and each layer's activations freed once its backward has run.
+    /// [`Stages::backward`] carries it down. The same gradients, in parts: a weight used both
+    /// above and below a cut (a tied embedding: the LM head and the input embedding) gets one
+    /// part from each stage. A lower memory peak: one layer's gradients at a time, and each
+    /// layer's activations freed once its backward has run.
     pub staged: bool,
 }
 

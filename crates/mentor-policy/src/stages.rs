@@ -19,7 +19,9 @@ use candle_core::{Tensor, Var};
 /// the next layer read instead. The graph above the last boundary (the final norm, the LM
 /// head, the log-probs and whatever the caller computes from them) ends at leaves: its
 /// `backward` gives the variables of that top part and the gradients of those leaves, and
-/// [`Stages::backward`] carries them down, a layer at a time.
+/// [`Stages::backward`] carries them down, a layer at a time. A variable used in more than
+/// one stage (a tied embedding: in the head and in the first layer's input) gets a gradient
+/// from each; their sum is the whole graph's gradient.
 #[derive(Debug, Clone, Default)]
 pub struct Stages {
     /// `cuts[l]`: what layer `l` wrote (one entry per pass through the layers: the shared
