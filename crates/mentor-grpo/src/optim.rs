@@ -144,8 +144,7 @@ impl GradAccumulator {
 
     /// Backward `loss` and add the variables' gradients.
     pub fn backward(&mut self, loss: &Tensor) -> Result<()> {
-        let grads = on_pool(|| loss.backward())?;
-        self.add(&grads)
+        self.backward_staged(loss.clone(), None)
     }
 
     /// Backward `loss`, add the variables' gradients, then run `rest` (a policy pass cut
