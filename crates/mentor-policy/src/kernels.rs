@@ -11,8 +11,9 @@
 //! - [`rope`]: rotate-half rotary embedding of `[B, H, T, hd]` (any strides) by per-row
 //!   `cos`/`sin` `[B, T, hd/2]`; the backward is the rotation by `-θ`.
 //! - [`swiglu`]: `silu(gate) * up`; backward with respect to both.
-//! - [`token_logprobs`]: `log_softmax(logits)[target]` per row, without materialising the
-//!   log-prob tensor; backward `g * (onehot - softmax)`.
+//!
+//! The targets' log-probs (`log_softmax(logits)[target]` per row, backward
+//! `g * (onehot - softmax)`) are one node with the LM head: `crate::head`.
 //!
 //! They compute the same function as the composite ops (same operation order, so the
 //! results differ by float rounding only; see the tests, which also compare gradients with
@@ -649,25 +650,8 @@ impl CustomOp3 for SwiGluBwd {
     }
 }
 
-/// `log_softmax(logits)[target]` per row: `logits` is `[.., V]`, `targets` is `[..]` `u32`
-/// (each `< V`), the result is `[..]` (candle-nn's `log_softmax` then `gather`, without the
-/// `[.., V]` log-prob tensor). Differentiable in `logits`: `d logits = g * (onehot - softmax)`.
-pub fn token_logprobs(logits: &Tensor, targets: &Tensor) -> candle_core::Result<Tensor> {
-    let dims = logits.dims();
-    if dims.is_empty() || targets.dims() != &dims[..dims.len() - 1] || targets.dtype() != DType::U32 {
-        bail!(
-            "token_logprobs: targets {:?} {:?} do not index logits {dims:?}",
-            targets.dims(),
-            targets.dtype()
-        );
-    }
-    logits.contiguous()?.apply_op2(&targets.contiguous()?, TokenLogProbs)
-}
-
-struct TokenLogProbs;
-
 /// Row maximum and `sum(exp(x - max))` of one row.
-fn max_sum_exp<T: Real>(x: &[T]) -> (T, T) {
+pub(crate) fn max_sum_exp<T: Real>(x: &[T]) -> (T, T) {
     let mut max = T::from_f64(f64::NEG_INFINITY);
     for &v in x {
         if v > max {
@@ -677,7 +661,10 @@ fn max_sum_exp<T: Real>(x: &[T]) -> (T, T) {
     (max, T::sum_exp_minus(x, max))
 }
 
-fn token_logprobs_fwd<T: Real>(
+/// `log_softmax(x)[target]` per row of `x` `[.., V]` (`targets` `[..]` `u32`, each `< V`):
+/// the log-probs of the targets without the `[.., V]` log-prob tensor (`crate::head`'s
+/// forward).
+pub(crate) fn token_logprobs_fwd<T: Real>(
     x: &CpuStorage,
     lx: &Layout,
     t: &CpuStorage,
@@ -696,85 +683,6 @@ fn token_logprobs_fwd<T: Real>(
         *d = (x[targets[row] as usize] - max) - sum.ln();
     });
     Ok((T::to_cpu_storage_owned(dst), lt.shape().clone()))
-}
-
-impl CustomOp2 for TokenLogProbs {
-    fn name(&self) -> &'static str {
-        "token-logprobs"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
-        by_dtype!(self.name(), s1, token_logprobs_fwd(s1, l1, s2, l2))
-    }
-
-    fn bwd(
-        &self,
-        logits: &Tensor,
-        targets: &Tensor,
-        _res: &Tensor,
-        grad: &Tensor,
-    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
-        let dx = logits.apply_op3_no_bwd(targets, &grad.contiguous()?, &TokenLogProbsBwd)?;
-        Ok((Some(dx), None))
-    }
-}
-
-/// `d logits[v] = g * ([v == target] - softmax(logits)[v])` per row.
-struct TokenLogProbsBwd;
-
-fn token_logprobs_bwd<T: Real>(
-    x: &CpuStorage,
-    lx: &Layout,
-    t: &CpuStorage,
-    lt: &Layout,
-    g: &CpuStorage,
-    lg: &Layout,
-) -> candle_core::Result<(CpuStorage, Shape)> {
-    let x = contiguous::<T>(x, lx, "token_logprobs backward")?;
-    let targets = contiguous::<u32>(t, lt, "token_logprobs backward")?;
-    let g = contiguous::<T>(g, lg, "token_logprobs backward")?;
-    let v = lx.dims().last().copied().unwrap_or(1).max(1);
-    let mut dst = vec![T::ZERO; x.len()];
-    dst.par_chunks_mut(v).with_min_len(MIN_ROWS).enumerate().for_each(|(row, d)| {
-        let x = &x[row * v..(row + 1) * v];
-        let (max, sum) = max_sum_exp(x);
-        let g = g[row];
-        for (d, &x) in d.iter_mut().zip(x) {
-            *d = x - max;
-        }
-        T::exp_slice(d);
-        for d in d.iter_mut() {
-            *d = -(g * (*d / sum));
-        }
-        if let Some(d) = d.get_mut(targets[row] as usize) {
-            *d += g;
-        }
-    });
-    Ok((T::to_cpu_storage_owned(dst), lx.shape().clone()))
-}
-
-impl CustomOp3 for TokenLogProbsBwd {
-    fn name(&self) -> &'static str {
-        "token-logprobs-bwd"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
-        by_dtype!(self.name(), s1, token_logprobs_bwd(s1, l1, s2, l2, s3, l3))
-    }
 }
 
 /// Entropy of `softmax(logits)` per row: `logits` is `[.., V]`, the result `[..]`, computed
@@ -1012,32 +920,6 @@ mod tests {
     }
 
     #[test]
-    fn token_logprobs_matches_log_softmax_gather_forward_and_backward() {
-        let (n, v) = (5, 9);
-        let ids: Vec<u32> = (0..2 * n).map(|i| (i * 7 % v) as u32).collect();
-        let targets = Tensor::from_vec(ids, (2, n), &Device::Cpu).unwrap();
-        let composite = |x: &Tensor| {
-            let lp = candle_nn::ops::log_softmax(x, D::Minus1).unwrap();
-            lp.gather(&targets.unsqueeze(D::Minus1).unwrap(), D::Minus1).unwrap().squeeze(D::Minus1).unwrap()
-        };
-        for (dtype, tol) in [(DType::F32, 1e-5), (DType::F64, 1e-12)] {
-            let x = tensor(&[2, n, v], 23, 8.0, dtype);
-            let ours = token_logprobs(&x, &targets).unwrap();
-            assert!(rel_diff(&ours, &composite(&x)) < tol, "{dtype:?}: {}", rel_diff(&ours, &composite(&x)));
-        }
-        let x = tensor(&[2, n, v], 24, 8.0, DType::F64);
-        let ours = grads(std::slice::from_ref(&x), |a| token_logprobs(&a[0], &targets).unwrap(), 25);
-        let theirs = grads(&[x], |a| composite(&a[0]), 25);
-        assert!(
-            rel_diff(&ours[0], &theirs[0]) < 1e-12,
-            "gradient differs by {}",
-            rel_diff(&ours[0], &theirs[0])
-        );
-        let bad = Tensor::from_vec(vec![v as u32; 2 * n], (2, n), &Device::Cpu).unwrap();
-        assert!(token_logprobs(&tensor(&[2, n, v], 26, 1.0, DType::F32), &bad).is_err());
-    }
-
-    #[test]
     fn other_dtypes_and_bad_shapes_are_errors() {
         let x = tensor(&[2, 4], 17, 1.0, DType::BF16);
         let w = tensor(&[4], 18, 1.0, DType::BF16);
@@ -1128,7 +1010,8 @@ mod tests {
         let (cos, sin) = (f.cos()?, f.sin()?);
         let gate = Tensor::randn(0f32, 1., (b, t, inter), &dev)?;
         let up = Tensor::randn(0f32, 1., (b, t, inter), &dev)?;
-        let logits = Tensor::randn(0f32, 1., (b, c, vocab), &dev)?;
+        let xh = Tensor::randn(0f32, 1., (b, c, hidden), &dev)?;
+        let wv = Tensor::randn(0f32, 0.1, (vocab, hidden), &dev)?;
         let targets = Tensor::from_vec((0..b * c).map(|i| (i % vocab) as u32).collect(), (b, c), &dev)?;
         let scale = 1.0 / (hd as f64).sqrt();
         let mask5 = mask.reshape((b, 1, t, t))?;
@@ -1172,14 +1055,17 @@ mod tests {
                 Box::new(|a| kernels::swiglu(&a[0], &a[1])),
             ),
             (
-                "token logprobs",
+                "head + token logprobs",
                 1,
-                vec![logits],
+                vec![xh, wv],
                 Box::new(|a| {
-                    let lp = candle_nn::ops::log_softmax(&a[0], D::Minus1)?;
+                    let logits = crate::matmul::linear(&a[0], &a[1], None)?;
+                    let lp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
                     lp.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?.squeeze(D::Minus1)
                 }),
-                Box::new(|a| kernels::token_logprobs(&a[0], &targets)),
+                Box::new(|a| {
+                    Ok(crate::head::head_logprobs(&a[0], &a[1], &targets, 1.0, false, None)?.logprobs)
+                }),
             ),
         ];
         println!("kernel (forward + backward)   calls/step   composite ms/step   fused ms/step");

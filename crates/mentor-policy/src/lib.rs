@@ -42,6 +42,7 @@ mod config;
 mod error;
 mod generate;
 mod gguf;
+mod head;
 mod kernels;
 mod lanes;
 mod logprobs;

@@ -25,6 +25,7 @@ use candle_core::{Tensor, D};
 
 use crate::batch::{attention_mask, distinct_rows, left_pad, positions};
 use crate::error::{Error, Result};
+use crate::head;
 use crate::kernels;
 use crate::model::{Attend, Kernels, Packing, SharedPrefix};
 use crate::policy::Policy;
@@ -153,11 +154,13 @@ impl Policy {
         } else {
             (Vec::new(), Vec::new())
         };
-        // Packed (shared prompts): logits `[1, L, vocab]` of the real completion columns, the
-        // targets in that order and each padded position's index among them; else `[B, C, vocab]`.
+        // Packed (shared prompts): hidden states `[1, L, hidden]` of the real completion
+        // columns' predictions, the targets in that order and each padded position's index
+        // among them; else `[B, C, hidden]`.
         let mut stages = (opts.staged && opts.kernels == Kernels::Differentiable).then(Stages::default);
-        let (logits, packed) = if opts.share_prompts && distinct.len() < b {
-            let (logits, targets, unpack) = self.shared_prompt_logits(
+        let fast = model.fast(opts.kernels);
+        let (hidden, packed) = if opts.share_prompts && distinct.len() < b {
+            let (hidden, targets, unpack) = self.shared_prompt_hidden(
                 &distinct,
                 &row_prompt,
                 completions,
@@ -165,12 +168,12 @@ impl Policy {
                 opts.kernels,
                 stages.as_mut(),
             )?;
-            (logits, Some((targets, unpack)))
+            (hidden, Some((targets, unpack)))
         } else {
             // Input columns: the last token of a row never predicts a completion token, so `t`
-            // stops one short and the logits from `p_len - 1` on are exactly the `c_len` needed
-            // (no narrow of the `[B, C, vocab]` logits, whose backward would be passes over all
-            // of them).
+            // stops one short and the hidden states from `p_len - 1` on are exactly the `c_len`
+            // needed (no narrow of the `[B, C, vocab]` logits, whose backward would be passes
+            // over all of them).
             let t = p_len + c_len - 1;
             let mut ids = Vec::with_capacity(b * t);
             let mut valid = Vec::with_capacity(b);
@@ -183,13 +186,10 @@ impl Policy {
             let ids = Tensor::from_vec(ids, (b, t), &dev)?;
             let pos = positions(&valid, &vec![0; b], &dev)?;
             let att = attention_mask(&valid, t, dtype, &dev)?;
-            let fast = model.fast(opts.kernels);
-            (
-                model.forward_with(&ids, &pos, &att, None, p_len - 1, stages.as_mut(), opts.kernels, fast)?,
-                None,
-            )
+            let attend = Attend::Cache(None);
+            let x = model.body(&ids, &pos, &att, attend, None, stages.as_mut(), opts.kernels, fast)?;
+            (x.narrow(1, p_len - 1, c_len)?, None)
         };
-        let logits = if opts.temperature == 1.0 { logits } else { (logits / opts.temperature)? };
         let mask = Tensor::from_vec(mask, (b, c_len), &dev)?.to_dtype(dtype)?;
         // Per-token values in the logits' layout, then `[B, C]` with zeros at padding.
         let (targets, to_rows): (Tensor, Box<dyn Fn(Tensor) -> Result<Tensor>>) = match packed {
@@ -208,15 +208,19 @@ impl Policy {
                 (Tensor::from_vec(targets, (b, c_len), &dev)?, Box::new(move |x: Tensor| Ok((x * &mask)?)))
             }
         };
-        let (lp, entropy) = if opts.entropy != Entropy::Differentiable && kernels::supported(&logits) {
-            // One fused pass (and one backward), no `[B, C, vocab]` log-prob tensor; a metric
+        let (lp, entropy) = if opts.entropy != Entropy::Differentiable && kernels::supported(&hidden) {
+            // The head and the log-probs as one node (`crate::head`): no `[B, C, vocab]`
+            // log-prob tensor, the logits turned into their own gradient in the backward, and
+            // in a staged pass the head weight's gradient handed to the stages. A metric
             // entropy is one more pass over the logits, outside the graph.
-            let entropy = match opts.entropy {
-                Entropy::Metric => Some(to_rows(kernels::token_entropy(&logits)?)?),
-                _ => None,
-            };
-            (kernels::token_logprobs(&logits, &targets)?, entropy)
+            let x = model.final_norm(&hidden, opts.kernels, fast)?;
+            let metric = opts.entropy == Entropy::Metric;
+            let slot = stages.as_ref().map(Stages::head_slot);
+            let out = head::head_logprobs(&x, model.lm_head(), &targets, opts.temperature, metric, slot)?;
+            (out.logprobs, out.entropy.map(&to_rows).transpose()?)
         } else {
+            let logits = model.head(&hidden, opts.kernels, fast)?;
+            let logits = if opts.temperature == 1.0 { logits } else { (logits / opts.temperature)? };
             let logp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
             let lp = logp.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?.squeeze(D::Minus1)?;
             let entropy_of =
@@ -233,7 +237,8 @@ impl Policy {
 }
 
 impl Policy {
-    /// Logits `[1, L, vocab]` of the `L` real completion columns, each distinct prompt run once
+    /// Hidden states `[1, L, hidden]` (before the final norm) of the `L` real completion
+    /// columns' predictions, each distinct prompt run once
     /// and the completion columns packed (see the module docs). `row_prompt[b]` indexes
     /// `distinct`. Also returns the `L` targets and, for each position of the `[B, C]` result,
     /// its index among the `L` columns (`L` at padding).
@@ -242,7 +247,7 @@ impl Policy {
     /// predicts the row's first token; an empty completion's is computed and never read), then
     /// each row's completion columns but its last, packed. Both passes through the layers are
     /// cut into `stages` when given.
-    fn shared_prompt_logits(
+    fn shared_prompt_hidden(
         &self,
         distinct: &[&[u32]],
         row_prompt: &[usize],
@@ -312,6 +317,6 @@ impl Policy {
             let rest = model.body(&ids, &pos, &att, Attend::Prefix(&prefix), None, stages, kernels, fast)?;
             Tensor::cat(&[&first, &rest], 1)?
         };
-        Ok((model.head(&hidden, kernels, fast)?, targets, unpack))
+        Ok((hidden, targets, unpack))
     }
 }

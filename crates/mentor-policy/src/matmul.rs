@@ -238,22 +238,30 @@ impl CustomOp2 for MatmulT {
         _res: &Tensor,
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
-        let (n, k) = w.dims2()?;
-        let m = x.elem_count() / k.max(1);
-        // Detached operands: the gradients must not record a graph of their own, which would
-        // keep `grad` alive as long as they are.
-        let (x, w) = (x.detach(), w.detach());
-        let g = grad.reshape((m, n))?;
-        if crate::paths::deterministic() {
-            // The same fixed-order kernel: `dx = g · w = g · (wᵀ)ᵀ`, `dw = gᵀ · x = gᵀ · (xᵀ)ᵀ`.
-            let dx = g.apply_op2(&transposed(&w)?, MatmulT)?.reshape(x.dims())?;
-            let dw = transposed(&g)?.apply_op2(&transposed(&x.reshape((m, k))?)?, MatmulT)?;
-            return Ok((Some(dx), Some(dw)));
-        }
-        let dx = g.matmul(&w)?.reshape(x.dims())?;
-        let dw = g.t()?.matmul(&x.reshape((m, k))?)?;
+        let (dx, dw) = linear_grads(x, w, grad)?;
         Ok((Some(dx), Some(dw)))
     }
+}
+
+/// The gradients of `y = x · wᵀ` (`x` `[.., K]`, `w` `[N, K]`) given `grad` `[.., N]`:
+/// `dx = g · w` (shaped as `x`) and `dw = gᵀ · x` `[N, K]`, as [`matmul_t`]'s backward
+/// computes them (the fixed-order kernel in the fixed-order mode where it runs, candle's
+/// matmul otherwise). Neither records a graph.
+pub(crate) fn linear_grads(x: &Tensor, w: &Tensor, grad: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+    let (n, k) = w.dims2()?;
+    let m = x.elem_count() / k.max(1);
+    // Detached operands: the gradients must not record a graph of their own, which would
+    // keep `grad` alive as long as they are.
+    let (x, w, g) = (x.detach(), w.detach(), grad.detach().reshape((m, n))?);
+    if crate::paths::deterministic() && supported(&x, &w) {
+        // The same fixed-order kernel: `dx = g · w = g · (wᵀ)ᵀ`, `dw = gᵀ · x = gᵀ · (xᵀ)ᵀ`.
+        let dx = g.apply_op2(&transposed(&w)?, MatmulT)?.reshape(x.dims())?;
+        let dw = transposed(&g)?.apply_op2(&transposed(&x.reshape((m, k))?)?, MatmulT)?;
+        return Ok((dx, dw));
+    }
+    let dx = g.matmul(&w)?.reshape(x.dims())?;
+    let dw = g.t()?.matmul(&x.reshape((m, k))?)?;
+    Ok((dx, dw))
 }
 
 /// The kernel, with a run-time check for AVX2 and FMA.

@@ -336,12 +336,22 @@ impl Model {
     /// `[B, T, vocab]`.
     pub(crate) fn head(&self, x: &Tensor, kernels: Kernels, fast: bool) -> Result<Tensor> {
         let (b, n, hidden) = x.dims3()?;
-        let x = self.rms(x, &self.norm, kernels, fast)?;
+        let x = self.final_norm(x, kernels, fast)?;
         Ok(matmul::linear(&x.reshape((b * n, hidden))?, &self.lm_head, None)?.reshape((
             b,
             n,
             self.cfg.vocab_size,
         ))?)
+    }
+
+    /// The final norm over hidden states `[.., hidden]` (the head's input).
+    pub(crate) fn final_norm(&self, x: &Tensor, kernels: Kernels, fast: bool) -> Result<Tensor> {
+        self.rms(x, &self.norm, kernels, fast)
+    }
+
+    /// The LM head's weight `[vocab, hidden]` (the embedding's tensor when tied).
+    pub(crate) fn lm_head(&self) -> &Tensor {
+        &self.lm_head
     }
 
     /// Whether the differentiable path runs on [`crate::kernels`] (see [`Self::forward`]).

@@ -13,12 +13,15 @@
 use candle_core::backprop::GradStore;
 use candle_core::{Tensor, Var};
 
+use crate::head::HeadGrads;
+
 /// The layer boundaries of a differentiable pass ([`crate::LogProbOptions::staged`]).
 ///
 /// Each boundary keeps the tensors layers wrote (in the graph below it) and the leaf copies
 /// the next layer read instead. The graph above the last boundary (the final norm, the LM
 /// head, the log-probs and whatever the caller computes from them) ends at leaves: its
-/// `backward` gives the variables of that top part and the gradients of those leaves, and
+/// `backward` gives the variables of that top part (but the LM head's weight, whose
+/// gradient the stages keep and hand on first) and the gradients of those leaves, and
 /// [`Stages::backward`] carries them down, a layer at a time. A variable used in more than
 /// one stage (a tied embedding: in the head and in the first layer's input) gets a gradient
 /// from each; their sum is the whole graph's gradient.
@@ -27,6 +30,9 @@ pub struct Stages {
     /// `cuts[l]`: what layer `l` wrote (one entry per pass through the layers: the shared
     /// prompts' pass and the completions'), and the leaves layer `l + 1` (or the head) read.
     cuts: Vec<Vec<Cut>>,
+    /// The vocabulary weight's gradient from the head's backward (`crate::head`), which
+    /// bypasses the top's store: handed on first by [`Stages::backward`].
+    head: HeadGrads,
 }
 
 /// One tensor a layer wrote, and the leaf copy read in its place above.
@@ -49,6 +55,11 @@ impl Stages {
         Ok(read)
     }
 
+    /// The slot the head's backward puts its vocabulary weight's gradient in.
+    pub(crate) fn head_slot(&self) -> HeadGrads {
+        self.head.clone()
+    }
+
     /// Layer boundaries recorded (the model's layers, once a pass has run through them).
     pub fn len(&self) -> usize {
         self.cuts.len()
@@ -61,6 +72,8 @@ impl Stages {
 
     /// The backward below the top: `top` is what `backward` of a loss over the pass's
     /// log-probs returned (the caller has already taken its variables' gradients from it).
+    /// First `add` receives the LM head weight's gradient, which the head's backward keeps out
+    /// of `top` (so that it is never held twice: see `crate::head`).
     /// From the top layer down, each layer's backward is seeded with the gradient that
     /// reached its output's leaf, and `add` receives its gradients (the layer's variables,
     /// the embedding's with the first layer, and leaves the caller can ignore). Each layer's
@@ -73,6 +86,19 @@ impl Stages {
         top: GradStore,
         mut add: impl FnMut(&GradStore) -> Result<(), E>,
     ) -> Result<(), E> {
+        // The head's vocabulary weight, whose gradient the top's store does not hold.
+        let head = std::mem::take(&mut *self.head.lock().unwrap_or_else(|p| p.into_inner()));
+        if !head.is_empty() {
+            let mut store = GradStore::default();
+            for (w, g) in head {
+                let g = match store.remove(&w) {
+                    Some(s) => (s + g)?,
+                    None => g,
+                };
+                store.insert(&w, g);
+            }
+            add(&store)?;
+        }
         let mut store = top;
         for cut in self.cuts.into_iter().rev() {
             let mut seed: Option<Tensor> = None;
