@@ -58,9 +58,13 @@ fn checkpoints(run: &Path) -> PathBuf {
     run.join("checkpoints")
 }
 
+/// The file's SHA-256, read in a stream: the optimizer's state is as large as two copies of
+/// the weights, and read whole it would be the run's peak memory.
 fn sha256_file(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(Error::io(path))?;
-    Ok(format!("{:x}", Sha256::digest(&bytes)))
+    let mut file = std::fs::File::open(path).map_err(Error::io(path))?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(Error::io(path))?;
+    Ok(format!("{:x}", hasher.finalize()))
 }
 
 fn files_under(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
