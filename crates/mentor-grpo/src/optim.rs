@@ -128,6 +128,20 @@ impl GradAccumulator {
         Ok(())
     }
 
+    /// Allocates a buffer for every variable that has none (zeros of its shape), for the sums
+    /// to be written into. The buffers live as long as the accumulator (handed back with
+    /// [`GradAccumulator::recycle`] after each step): allocated here, before a step's
+    /// activations, rather than by its first backward among them, they do not split the
+    /// memory the activations of every later step reuse.
+    pub fn reserve(&mut self) -> Result<()> {
+        for (v, sum) in self.vars.iter().zip(self.sums.iter_mut()) {
+            if sum.is_none() {
+                *sum = Some(v.as_tensor().zeros_like()?);
+            }
+        }
+        Ok(())
+    }
+
     /// Hands back the gradients [`GradAccumulator::take`] gave, once the optimizer is done
     /// with them: their tensors become the buffers the next step's sums are written into.
     /// Nothing else may hold those tensors (clones of them would see the next step's sums).
@@ -522,7 +536,11 @@ mod tests {
             let loss = (a.as_tensor().sqr().unwrap() * k).unwrap().sum_all().unwrap();
             loss.backward().unwrap()
         };
-        let mut acc = GradAccumulator::new(vec![a.clone()]);
+        let b = var(&[7.0, 8.0]);
+        let mut acc = GradAccumulator::new(vec![a.clone(), b.clone()]);
+        // Reserved buffers are written over like recycled ones; a variable no pass reached
+        // (`b`) gets no gradient from its buffer.
+        acc.reserve().unwrap();
         for step in 0..3 {
             let ks = [0.3 + step as f64, 1.7, -0.45];
             // Out of place, as the sums were before: s + g, a new tensor each time.
@@ -539,11 +557,13 @@ mod tests {
             let bits =
                 |t: &Tensor| t.to_vec1::<f64>().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(got.get(a.as_tensor()).unwrap()), bits(&want.unwrap()), "step {step}");
+            assert!(got.get(b.as_tensor()).is_none(), "an unreached variable's buffer was handed out");
             acc.recycle(got);
         }
         // A recycled buffer is overwritten, never added to: zeros after a zero pass.
         acc.add_zeros().unwrap();
         let got = acc.take();
         assert_eq!(got.get(a.as_tensor()).unwrap().to_vec1::<f64>().unwrap(), vec![0.0; 4]);
+        assert_eq!(got.get(b.as_tensor()).unwrap().to_vec1::<f64>().unwrap(), vec![0.0; 2]);
     }
 }

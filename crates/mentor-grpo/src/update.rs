@@ -135,6 +135,7 @@ impl Updater {
         let cfg = &self.config;
         let device = batch.mask.device().clone();
         let acc = &mut self.grads;
+        acc.reserve()?;
         let mut totals = Totals::default();
         for _ in 0..cfg.num_iterations {
             let mut step_loss = 0.0;

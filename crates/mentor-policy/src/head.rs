@@ -14,7 +14,7 @@
 //! Each value is the one the candle-op chain computes, operation by operation: the same
 //! product kernel ([`matmul::linear`]), the same `logits / temperature`, the same per-row
 //! log-softmax and its gradient, the zero candle's store adds a gradient to, and the same
-//! products for `dx` and `dW` ([`matmul::linear_grads`]).
+//! products for `dx` and `dW` ([`matmul::linear_input_grad`], [`matmul::linear_weight_grad`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -25,9 +25,32 @@ use rayon::prelude::*;
 use crate::kernels::{self, contiguous, max_sum_exp, token_logprobs_fwd, Real};
 use crate::matmul;
 
-/// Where a staged pass's head puts the gradients of its vocabulary weight: `(weight, dW)`
-/// pairs, taken by [`crate::Stages::backward`].
-pub(crate) type HeadGrads = Arc<Mutex<Vec<(Tensor, Tensor)>>>;
+/// Where a staged pass's head leaves the gradient of its vocabulary weight, not yet
+/// computed, for [`crate::Stages::backward`].
+pub(crate) type HeadGrads = Arc<Mutex<Vec<PendingGrad>>>;
+
+/// A vocabulary weight's gradient `dW = gᵀ · x` to be computed: the logits' gradient `g`
+/// `[rows, V]` (the logits' own buffer) and the head's input `x` `[rows, H]`, both outside
+/// the graph. Computed late, once the layers' activations above the first are freed, it does
+/// not add its `V × H` to the activations' peak.
+#[derive(Debug)]
+pub(crate) struct PendingGrad {
+    w: Tensor,
+    x: Tensor,
+    g: Tensor,
+}
+
+impl PendingGrad {
+    /// The weight the gradient is for.
+    pub(crate) fn weight(&self) -> &Tensor {
+        &self.w
+    }
+
+    /// `dW`, as the candle-op chain's backward computes it ([`matmul::linear_weight_grad`]).
+    pub(crate) fn compute(self) -> candle_core::Result<Tensor> {
+        matmul::linear_weight_grad(&self.x, &self.w, &self.g)
+    }
+}
 
 /// What [`head_logprobs`] returns: the targets' log-probs (in the graph) and, when asked, the
 /// entropy of each row's distribution (a metric, outside the graph).
@@ -130,17 +153,20 @@ impl CustomOp3 for HeadLogProbs {
         };
         let Some(g) = taken else { bail!("head-logprobs: a second backward through one pass") };
         g.inplace_op3(targets, &grad.contiguous()?, &LogitsGrad { mul: self.mul })?;
-        let (dx, dw) = matmul::linear_grads(x, w, &g)?;
-        drop(g);
+        let dx = matmul::linear_input_grad(x, w, &g)?;
         match &self.slot {
             Some(slot) => {
+                let pending = PendingGrad { w: w.clone(), x: x.detach(), g };
                 match slot.lock() {
-                    Ok(mut s) => s.push((w.clone(), dw)),
+                    Ok(mut s) => s.push(pending),
                     Err(_) => bail!("head-logprobs: a thread panicked holding the gradient slot"),
                 }
                 Ok((Some(dx), None, None))
             }
-            None => Ok((Some(dx), Some(dw), None)),
+            None => {
+                let dw = matmul::linear_weight_grad(x, w, &g)?;
+                Ok((Some(dx), Some(dw), None))
+            }
         }
     }
 }
@@ -334,10 +360,12 @@ mod tests {
                 head_logprobs(x, w, &targets(), 0.7, false, Some(slot.clone())).unwrap().logprobs
             });
             assert!(slotted.get(w2.as_tensor()).is_none(), "dW went to the store too");
-            let held = std::mem::take(&mut *slot.lock().unwrap());
+            let mut held = std::mem::take(&mut *slot.lock().unwrap());
             assert_eq!(held.len(), 1);
-            assert_eq!(held[0].0.id(), w2.as_tensor().id());
-            assert_eq!(bits(&held[0].1), bits(plain.get(w1.as_tensor()).unwrap()), "{dtype:?} dW");
+            let pending = held.remove(0);
+            assert_eq!(pending.weight().id(), w2.as_tensor().id());
+            let dw = pending.compute().unwrap();
+            assert_eq!(bits(&dw), bits(plain.get(w1.as_tensor()).unwrap()), "{dtype:?} dW");
             assert_eq!(bits(slotted.get(x2.as_tensor()).unwrap()), bits(plain.get(x1.as_tensor()).unwrap()));
         }
     }

@@ -248,20 +248,33 @@ impl CustomOp2 for MatmulT {
 /// computes them (the fixed-order kernel in the fixed-order mode where it runs, candle's
 /// matmul otherwise). Neither records a graph.
 pub(crate) fn linear_grads(x: &Tensor, w: &Tensor, grad: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+    Ok((linear_input_grad(x, w, grad)?, linear_weight_grad(x, w, grad)?))
+}
+
+/// `dx = g · w` of [`linear_grads`], shaped as `x`.
+pub(crate) fn linear_input_grad(x: &Tensor, w: &Tensor, grad: &Tensor) -> candle_core::Result<Tensor> {
     let (n, k) = w.dims2()?;
     let m = x.elem_count() / k.max(1);
     // Detached operands: the gradients must not record a graph of their own, which would
     // keep `grad` alive as long as they are.
-    let (x, w, g) = (x.detach(), w.detach(), grad.detach().reshape((m, n))?);
-    if crate::paths::deterministic() && supported(&x, &w) {
-        // The same fixed-order kernel: `dx = g · w = g · (wᵀ)ᵀ`, `dw = gᵀ · x = gᵀ · (xᵀ)ᵀ`.
-        let dx = g.apply_op2(&transposed(&w)?, MatmulT)?.reshape(x.dims())?;
-        let dw = transposed(&g)?.apply_op2(&transposed(&x.reshape((m, k))?)?, MatmulT)?;
-        return Ok((dx, dw));
+    let (w, g) = (w.detach(), grad.detach().reshape((m, n))?);
+    if crate::paths::deterministic() && supported(x, &w) {
+        // The same fixed-order kernel: `dx = g · w = g · (wᵀ)ᵀ`.
+        return g.apply_op2(&transposed(&w)?, MatmulT)?.reshape(x.dims());
     }
-    let dx = g.matmul(&w)?.reshape(x.dims())?;
-    let dw = g.t()?.matmul(&x.reshape((m, k))?)?;
-    Ok((dx, dw))
+    g.matmul(&w)?.reshape(x.dims())
+}
+
+/// `dw = gᵀ · x` `[N, K]` of [`linear_grads`].
+pub(crate) fn linear_weight_grad(x: &Tensor, w: &Tensor, grad: &Tensor) -> candle_core::Result<Tensor> {
+    let (n, k) = w.dims2()?;
+    let m = x.elem_count() / k.max(1);
+    let (x, g) = (x.detach().reshape((m, k))?, grad.detach().reshape((m, n))?);
+    if crate::paths::deterministic() && supported(&x, w) {
+        // The same fixed-order kernel: `dw = gᵀ · x = gᵀ · (xᵀ)ᵀ`.
+        return transposed(&g)?.apply_op2(&transposed(&x)?, MatmulT);
+    }
+    g.t()?.matmul(&x)
 }
 
 /// The kernel, with a run-time check for AVX2 and FMA.

@@ -13,7 +13,7 @@
 use candle_core::backprop::GradStore;
 use candle_core::{Tensor, Var};
 
-use crate::head::HeadGrads;
+use crate::head::{HeadGrads, PendingGrad};
 
 /// The layer boundaries of a differentiable pass ([`crate::LogProbOptions::staged`]).
 ///
@@ -21,8 +21,8 @@ use crate::head::HeadGrads;
 /// the next layer read instead. The graph above the last boundary (the final norm, the LM
 /// head, the log-probs and whatever the caller computes from them) ends at leaves: its
 /// `backward` gives the variables of that top part (but the LM head's weight, whose
-/// gradient the stages keep and hand on first) and the gradients of those leaves, and
-/// [`Stages::backward`] carries them down, a layer at a time. A variable used in more than
+/// gradient the stages compute late and hand on before the first layer's) and the
+/// gradients of those leaves, and [`Stages::backward`] carries them down, a layer at a time. A variable used in more than
 /// one stage (a tied embedding: in the head and in the first layer's input) gets a gradient
 /// from each; their sum is the whole graph's gradient.
 #[derive(Debug, Clone, Default)]
@@ -31,7 +31,8 @@ pub struct Stages {
     /// prompts' pass and the completions'), and the leaves layer `l + 1` (or the head) read.
     cuts: Vec<Vec<Cut>>,
     /// The vocabulary weight's gradient from the head's backward (`crate::head`), which
-    /// bypasses the top's store: handed on first by [`Stages::backward`].
+    /// bypasses the top's store: computed and handed on by [`Stages::backward`] before the
+    /// first layer's stage.
     head: HeadGrads,
 }
 
@@ -72,8 +73,9 @@ impl Stages {
 
     /// The backward below the top: `top` is what `backward` of a loss over the pass's
     /// log-probs returned (the caller has already taken its variables' gradients from it).
-    /// First `add` receives the LM head weight's gradient, which the head's backward keeps out
-    /// of `top` (so that it is never held twice: see `crate::head`).
+    /// The LM head weight's gradient, which the head's backward keeps out of `top`, is
+    /// computed just before the first layer's stage, when the activations above it are freed
+    /// (see `crate::head`), and handed to `add` then.
     /// From the top layer down, each layer's backward is seeded with the gradient that
     /// reached its output's leaf, and `add` receives its gradients (the layer's variables,
     /// the embedding's with the first layer, and leaves the caller can ignore). Each layer's
@@ -87,20 +89,14 @@ impl Stages {
         mut add: impl FnMut(&GradStore) -> Result<(), E>,
     ) -> Result<(), E> {
         // The head's vocabulary weight, whose gradient the top's store does not hold.
-        let head = std::mem::take(&mut *self.head.lock().unwrap_or_else(|p| p.into_inner()));
-        if !head.is_empty() {
-            let mut store = GradStore::default();
-            for (w, g) in head {
-                let g = match store.remove(&w) {
-                    Some(s) => (s + g)?,
-                    None => g,
-                };
-                store.insert(&w, g);
-            }
-            add(&store)?;
-        }
+        let mut head = std::mem::take(&mut *self.head.lock().unwrap_or_else(|p| p.into_inner()));
         let mut store = top;
-        for cut in self.cuts.into_iter().rev() {
+        for (layer, cut) in self.cuts.into_iter().enumerate().rev() {
+            if layer == 0 {
+                // Before the first layer's stage, which gives a tied embedding its other part:
+                // the parts are added in the order of an unstaged backward's store.
+                add_head(&mut head, &mut add)?;
+            }
             let mut seed: Option<Tensor> = None;
             for c in &cut {
                 if let Some(g) = store.get(c.leaf.as_tensor()) {
@@ -124,8 +120,30 @@ impl Stages {
             drop(cut);
             add(&store)?;
         }
-        Ok(())
+        add_head(&mut head, &mut add)
     }
+}
+
+/// Computes the head's pending weight gradients (`crate::head`), hands them to `add` and
+/// drops them.
+fn add_head<E: From<candle_core::Error>>(
+    head: &mut Vec<PendingGrad>,
+    add: &mut impl FnMut(&GradStore) -> Result<(), E>,
+) -> Result<(), E> {
+    if head.is_empty() {
+        return Ok(());
+    }
+    let mut store = GradStore::default();
+    for pending in head.drain(..) {
+        let w = pending.weight().clone();
+        let g = pending.compute()?;
+        let g = match store.remove(&w) {
+            Some(s) => (s + g)?,
+            None => g,
+        };
+        store.insert(&w, g);
+    }
+    add(&store)
 }
 
 #[cfg(test)]
