@@ -7,7 +7,7 @@
 //! calling thread, with its dispatch cost), a softmax between them, and the scaled and masked
 //! scores as temporaries. [`decode`] does each (row, kv head) pair in one pass, the pairs split
 //! over rayon's pool: the scores `q·k` (dot products over the head dim, AVX2/FMA), the scaled,
-//! masked softmax row of [`crate::kernels::masked_softmax`] itself, then `p·v`. The keys and
+//! masked softmax row of the training path (`crate::kernels`' `masked_softmax_row`) itself, then `p·v`. The keys and
 //! values are read in place from the cache's strided views. It computes the same function as the candle ops; results differ by float
 //! rounding (the tests compare the two).
 //!

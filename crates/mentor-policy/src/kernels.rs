@@ -5,8 +5,11 @@
 //! (and as many again in the backward). The ops here are candle custom ops whose forward is
 //! one pass over contiguous rows and whose backward is itself one fused pass:
 //!
-//! - [`masked_softmax`]: `softmax(scale * scores + mask)` over the last dim, the mask shared
-//!   by all heads; backward `dscores = scale * y * (g - sum(g * y))`.
+//! - `masked_softmax`: `softmax(scale * scores + mask)` over the last dim, the mask shared
+//!   by all heads; backward `dscores = scale * y * (g - sum(g * y))` ([`softmax_grad`]). The
+//!   model runs it fused with the product of queries and keys (`crate::probs`), whose forward
+//!   and backward share its row kernel and gradient; as a node of its own it is the tests'
+//!   reference.
 //! - [`rms_norm`]: `x / sqrt(mean(x²) + eps) * w`; backward with respect to `x` and `w`.
 //! - [`rope`]: rotate-half rotary embedding of `[B, H, T, hd]` (any strides) by per-row
 //!   `cos`/`sin` `[B, T, hd/2]`; the backward is the rotation by `-θ`.
@@ -133,6 +136,7 @@ pub(crate) fn contiguous<'a, T: WithDType>(
 /// rows, within each batch item, are query positions `0..T` repeated (e.g. `[B, H, T, Tk]`, or
 /// grouped-query `[B, kv_heads, n_rep * T, Tk]`, or `[B, kv_heads, n_rep, T, Tk]`), so no
 /// broadcast or reshape of the big scores tensor is needed. Differentiable in `scores`.
+#[cfg(test)]
 pub fn masked_softmax(scores: &Tensor, mask: &Tensor, scale: f64) -> candle_core::Result<Tensor> {
     let dims = scores.dims();
     let mdims = mask.dims();
@@ -150,6 +154,7 @@ pub fn masked_softmax(scores: &Tensor, mask: &Tensor, scale: f64) -> candle_core
     scores.contiguous()?.apply_op2(&mask.contiguous()?, MaskedSoftmax { scale, t })
 }
 
+#[cfg(test)]
 struct MaskedSoftmax {
     scale: f64,
     /// Query positions: row `r` of the scores is query `r % t`.
@@ -166,6 +171,7 @@ fn exp_or_zero<T: Real>(x: T) -> T {
     }
 }
 
+#[cfg(test)]
 fn masked_softmax_fwd<T: Real>(
     s: &CpuStorage,
     ls: &Layout,
@@ -217,6 +223,7 @@ pub(crate) fn masked_softmax_row<T: Real>(d: &mut [T], s: &[T], m: &[T], scale: 
     }
 }
 
+#[cfg(test)]
 impl CustomOp2 for MaskedSoftmax {
     fn name(&self) -> &'static str {
         "masked-softmax"
@@ -239,9 +246,14 @@ impl CustomOp2 for MaskedSoftmax {
         res: &Tensor,
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
-        let g = res.apply_op2_no_bwd(&grad.contiguous()?, &SoftmaxBwd { scale: self.scale })?;
-        Ok((Some(g), None))
+        Ok((Some(softmax_grad(res, grad, self.scale)?), None))
     }
+}
+
+/// The gradient of [`masked_softmax`]'s input from its output `y` and the output's gradient
+/// `g`: `scale * y * (g - sum(g * y))` per last-dim row (outside the graph).
+pub(crate) fn softmax_grad(y: &Tensor, g: &Tensor, scale: f64) -> candle_core::Result<Tensor> {
+    y.apply_op2_no_bwd(&g.contiguous()?, &SoftmaxBwd { scale })
 }
 
 /// `scale * y * (g - sum(g * y))` per last-dim row, from the softmax output `y` and its

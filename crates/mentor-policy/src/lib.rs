@@ -51,6 +51,7 @@ mod model;
 mod model_files;
 mod paths;
 mod policy;
+mod probs;
 mod sampling;
 mod source;
 mod stages;

@@ -113,6 +113,58 @@ pub fn bmm_t(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
     a.contiguous()?.apply_op2(&b.contiguous()?, BmmT)
 }
 
+/// The storage of [`bmm_t`]`(a, b)` for contiguous CPU storages `a` `[.., M, K]` and `b`
+/// `[.., N, K]` (same leading dims), computed as [`bmm_t`] computes it: the crate's kernel in
+/// the fixed-order mode for `f32`, candle's batched matmul of `a` and the transposed view of
+/// `b` otherwise. For ops that fuse the product with what follows it.
+pub(crate) fn bmm_t_storage(
+    s1: &CpuStorage,
+    l1: &Layout,
+    s2: &CpuStorage,
+    l2: &Layout,
+) -> candle_core::Result<(CpuStorage, Shape)> {
+    let (ad, bd) = (l1.dims(), l2.dims());
+    let r = ad.len();
+    if r < 2 || bd.len() != r || ad[..r - 2] != bd[..r - 2] || ad.last() != bd.last() {
+        bail!("bmm_t: a {ad:?} and b {bd:?} are not [.., M, K] and [.., N, K]");
+    }
+    if crate::paths::deterministic() && s1.dtype() == DType::F32 && s2.dtype() == DType::F32 {
+        return BmmT.cpu_fwd(s1, l1, s2, l2);
+    }
+    let (m, k, n) = (ad[r - 2], ad[r - 1], bd[r - 2]);
+    let batches: usize = ad[..r - 2].iter().product();
+    let mut out = ad.to_vec();
+    out[r - 1] = n;
+    if m * n * batches == 0 || k == 0 {
+        let zeros = match s1.dtype() {
+            DType::F64 => CpuStorage::F64(vec![0.0; m * n * batches]),
+            _ => CpuStorage::F32(vec![0.0; m * n * batches]),
+        };
+        return Ok((zeros, Shape::from(out)));
+    }
+    let bt = l2.transpose(r - 2, r - 1)?;
+    Ok((s1.matmul(s2, (batches, m, n, k), l1, &bt)?, Shape::from(out)))
+}
+
+/// The gradients of [`bmm_t`]`(a, b)` given `grad` `[.., M, N]`, as its backward computes
+/// them: `da = g · b` and `db = gᵀ · a` (a transposed view of `aᵀ · g` outside the fixed-order
+/// mode, as candle's matmul backward leaves it). Neither records a graph.
+pub(crate) fn bmm_t_grads(a: &Tensor, b: &Tensor, grad: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+    let (a, b, g) = (a.detach(), b.detach(), grad.detach());
+    let fixed = crate::paths::deterministic() && a.dtype() == DType::F32 && b.dtype() == DType::F32;
+    if fixed && a.device().is_cpu() {
+        // As `BmmT`'s backward: `da = g · b = g · (bᵀ)ᵀ`, `db = gᵀ · a = gᵀ · (aᵀ)ᵀ`.
+        let da = g.contiguous()?.apply_op2(&transposed(&b)?, BmmT)?;
+        let db = transposed(&g)?.apply_op2(&transposed(&a)?, BmmT)?;
+        return Ok((da, db));
+    }
+    let r = a.rank();
+    // As candle's backward of `a.matmul(&b.t())`: `g · (bᵀ)ᵀ` and `(aᵀ · g)ᵀ`.
+    let da = g.matmul(&b.t()?.t()?)?;
+    let db = a.t()?.matmul(&g)?.transpose(r - 2, r - 1)?;
+    Ok((da, db))
+}
+
 /// `t` `[.., R, C]` (f32) with its last two dims swapped, contiguous: a blocked copy (candle's
 /// strided copy of a transposed view goes element by element, and was a fifth of a
 /// fixed-order training step).

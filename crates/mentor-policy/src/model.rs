@@ -533,14 +533,15 @@ impl Model {
         let n_rep = rows / t.max(1);
         // The fixed-order mode: both products on the crate's kernel (`crate::paths`).
         let fixed = crate::paths::deterministic();
-        let att = if fixed { matmul::bmm_t(q, k)? } else { q.matmul(&k.t()?)? };
-        // The fused masked softmax (one pass, no scaled or masked copies of the scores, the
-        // largest tensor) for training's fast path, and for the no-grad path where it runs.
-        let att = if fast || (kernels == Kernels::Fused && kernels::supported(&att)) {
-            // `[B, kv_heads, n_rep * T, Tk]` as is: reshapes of this, the largest tensor,
-            // each cost a pass in the backward.
-            kernels::masked_softmax(&att, mask, scale)?
+        let att = if fast || (kernels == Kernels::Fused && kernels::supported(q)) {
+            // The product and the fused masked softmax as one node (`crate::probs`): one pass
+            // over the scores, the largest tensor, which the graph then holds once (as the
+            // probabilities), not twice; no scaled or masked copies of it. For training's fast
+            // path, and for the no-grad path where it runs. `[B, kv_heads, n_rep * T, Tk]` as
+            // is: reshapes of this tensor each cost a pass in the backward.
+            crate::probs::attention_probs(q, k, mask, scale)?
         } else {
+            let att = if fixed { matmul::bmm_t(q, k)? } else { q.matmul(&k.t()?)? };
             let att = (att * scale)?.reshape((b, nkv, n_rep, t, tk))?.broadcast_add(mask5)?;
             let att = match kernels {
                 Kernels::Fused => candle_nn::ops::softmax_last_dim(&att)?,
