@@ -555,7 +555,7 @@ struct SwiGlu;
 /// Rows of this many elements are one rayon task at least.
 const ELEMENTWISE_CHUNK: usize = 4096;
 
-fn swiglu_fwd<T: Real>(
+pub(crate) fn swiglu_fwd<T: Real>(
     a: &CpuStorage,
     la: &Layout,
     b: &CpuStorage,
@@ -599,12 +599,23 @@ impl CustomOp2 for SwiGlu {
         _res: &Tensor,
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
-        // One pass writes `[2, n]`: d gate, then d up.
-        let both = gate.apply_op3_no_bwd(up, &grad.contiguous()?, &SwiGluBwd)?;
-        let da = both.narrow(0, 0, 1)?.reshape(gate.shape())?;
-        let db = both.narrow(0, 1, 1)?.reshape(up.shape())?;
+        let (da, db) = swiglu_grads(gate, up, grad)?;
         Ok((Some(da), Some(db)))
     }
+}
+
+/// The gradients of [`swiglu`]`(gate, up)` given the output's gradient `grad` (outside the
+/// graph): `d gate`, `d up`.
+pub(crate) fn swiglu_grads(
+    gate: &Tensor,
+    up: &Tensor,
+    grad: &Tensor,
+) -> candle_core::Result<(Tensor, Tensor)> {
+    // One pass writes `[2, n]`: d gate, then d up.
+    let both = gate.apply_op3_no_bwd(up, &grad.contiguous()?, &SwiGluBwd)?;
+    let da = both.narrow(0, 0, 1)?.reshape(gate.shape())?;
+    let db = both.narrow(0, 1, 1)?.reshape(up.shape())?;
+    Ok((da, db))
 }
 
 /// With `σ = sigmoid(a)`: `d gate = g * up * σ * (1 + a * (1 - σ))`, `d up = g * silu(a)`.

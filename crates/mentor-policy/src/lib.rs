@@ -47,6 +47,7 @@ mod kernels;
 mod lanes;
 mod logprobs;
 mod matmul;
+mod mlp;
 mod model;
 mod model_files;
 mod paths;

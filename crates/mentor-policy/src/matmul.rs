@@ -113,6 +113,32 @@ pub fn bmm_t(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
     a.contiguous()?.apply_op2(&b.contiguous()?, BmmT)
 }
 
+/// The storage of [`linear`]`(x, w, None)` for CPU storages `x` `[.., K]` (contiguous) and `w`
+/// `[N, K]`: [`matmul_t`]'s op where [`supported`] (the same bits), candle's matmul of `x` and
+/// the transposed view of `w` otherwise. For ops that fuse the product with what precedes it.
+pub(crate) fn linear_storage(
+    s1: &CpuStorage,
+    l1: &Layout,
+    s2: &CpuStorage,
+    l2: &Layout,
+) -> candle_core::Result<(CpuStorage, Shape)> {
+    let ours = s1.dtype() == DType::F32
+        && s2.dtype() == DType::F32
+        && (simd::available() || crate::paths::deterministic());
+    if ours {
+        return MatmulT.cpu_fwd(s1, l1, s2, l2);
+    }
+    let (n, k) = l2.shape().dims2()?;
+    let dims = l1.dims();
+    if dims.last() != Some(&k) || !l1.is_contiguous() {
+        bail!("linear: x {dims:?} (contiguous) and w [{n}, {k}] differ in K");
+    }
+    let m = l1.shape().elem_count() / k.max(1);
+    let xl = Layout::contiguous_with_offset((m, k), l1.start_offset());
+    let wl = l2.transpose(0, 1)?;
+    Ok((s1.matmul(s2, (1, m, n, k), &xl, &wl)?, Shape::from(out_dims(dims, n))))
+}
+
 /// The storage of [`bmm_t`]`(a, b)` for contiguous CPU storages `a` `[.., M, K]` and `b`
 /// `[.., N, K]` (same leading dims), computed as [`bmm_t`] computes it: the crate's kernel in
 /// the fixed-order mode for `f32`, candle's batched matmul of `a` and the transposed view of

@@ -501,13 +501,20 @@ impl Model {
             x = (x + lin(&l.o, &y)?)?;
             let h = self.rms(&x, &l.ln2, kernels, fast)?;
             let (gate, up) = (lin(&l.gate, &h)?, lin(&l.up, &h)?);
-            // The fused SwiGLU has a backward; it serves the no-grad path too where it runs.
-            let m = if fast || (kernels == Kernels::Fused && kernels::supported(&gate)) {
-                kernels::swiglu(&gate, &up)?
+            let down = if fast {
+                // The SwiGLU and the down projection as one node (`crate::mlp`): the graph
+                // does not hold the `[.., intermediate]` product between them.
+                crate::mlp::swiglu_down(&gate, &up, l.down.weight())?
             } else {
-                (gate.silu()? * up)?
+                // The fused SwiGLU serves the no-grad path where it runs.
+                let m = if kernels == Kernels::Fused && kernels::supported(&gate) {
+                    kernels::swiglu(&gate, &up)?
+                } else {
+                    (gate.silu()? * up)?
+                };
+                lin(&l.down, &m)?
             };
-            x = (x + lin(&l.down, &m)?)?;
+            x = (x + down)?;
             if let Some(s) = stages.as_deref_mut() {
                 x = s.cut(li, x)?;
             }
