@@ -50,6 +50,7 @@ mod matmul;
 mod mlp;
 mod model;
 mod model_files;
+mod packing;
 mod paths;
 mod policy;
 mod probs;

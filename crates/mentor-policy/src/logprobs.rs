@@ -27,7 +27,8 @@ use crate::batch::{attention_mask, distinct_rows, left_pad, positions};
 use crate::error::{Error, Result};
 use crate::head;
 use crate::kernels;
-use crate::model::{Attend, Kernels, Packing, SharedPrefix};
+use crate::model::{Attend, Kernels, SharedPrefix};
+use crate::packing::Packing;
 use crate::policy::Policy;
 use crate::stages::Stages;
 

@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::kernels;
 use crate::matmul;
+use crate::packing::Packing;
 use crate::stages::Stages;
 
 /// Which kernels the forward pass uses.
@@ -444,13 +445,13 @@ impl Model {
         let mask5 = mask.reshape((b, 1, 1, t, tk))?;
         let scale = 1.0 / (hd as f64).sqrt();
         let mut x = self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((xb, xt, cfg.hidden_size))?;
-        // `[xb, xt, heads * hd]` -> `[B, heads, T, hd]` (padded again when packed).
+        // `[xb, xt, heads * hd]` -> `[B, heads, T, hd]` (padded again when packed: then one
+        // contiguous copy).
         let heads = |y: Tensor, n: usize| -> Result<Tensor> {
-            let y = match packed {
-                Some(pk) => pk.pad(&y)?,
-                None => y,
-            };
-            Ok(y.reshape((b, t, n, hd))?.transpose(1, 2)?)
+            match packed {
+                Some(pk) => pk.pad_heads(&y, n, hd),
+                None => Ok(y.reshape((b, t, n, hd))?.transpose(1, 2)?),
+            }
         };
         for (li, l) in self.layers.iter().enumerate() {
             let h = self.rms(&x, &l.ln1, kernels, fast)?;
@@ -493,10 +494,10 @@ impl Model {
                 Some(y) => y,
                 None => Self::attend(&q, &k, &v, mask, &mask5, scale, kernels, fast)?,
             };
-            let y = y.reshape((b, nh, t, hd))?.transpose(1, 2)?.reshape((b, t, nh * hd))?;
+            let y = y.reshape((b, nh, t, hd))?;
             let y = match packed {
-                Some(pk) => pk.pack(&y)?,
-                None => y,
+                Some(pk) => pk.pack_heads(&y)?,
+                None => y.transpose(1, 2)?.reshape((b, t, nh * hd))?,
             };
             x = (x + lin(&l.o, &y)?)?;
             let h = self.rms(&x, &l.ln2, kernels, fast)?;
@@ -575,63 +576,6 @@ pub(crate) struct SharedPrefix {
     pub layers: Vec<(Tensor, Tensor)>,
     pub rows: Tensor,
     pub packed: Option<Packing>,
-}
-
-/// The real columns of a right-padded `[B, T]` batch, packed into `N` columns: the norms, the
-/// linear layers and the MLP run on those only, attention on the padded layout (its padded
-/// queries see zero vectors and are never read; its padded keys are masked).
-pub(crate) struct Packing {
-    b: usize,
-    t: usize,
-    n: usize,
-    /// `[N]`: the padded flat index `row * T + column` of each packed column.
-    gather: Tensor,
-    /// `[B * T]`: the packed index of each padded position, `N` (a zero row) for padding.
-    scatter: Tensor,
-}
-
-impl Packing {
-    /// `real[row]` real columns (a prefix of each row) of a `[B, T]` batch.
-    pub fn new(real: &[usize], t: usize, device: &Device) -> Result<Self> {
-        let b = real.len();
-        if real.iter().any(|&r| r > t) {
-            return Err(Error::InvalidRequest(format!("packing: a row longer than {t} columns")));
-        }
-        let n: usize = real.iter().sum();
-        let mut gather = Vec::with_capacity(n);
-        let mut scatter = Vec::with_capacity(b * t);
-        for (row, &r) in real.iter().enumerate() {
-            for col in 0..t {
-                if col < r {
-                    scatter.push(gather.len() as u32);
-                    gather.push((row * t + col) as u32);
-                } else {
-                    scatter.push(n as u32);
-                }
-            }
-        }
-        Ok(Self {
-            b,
-            t,
-            n,
-            gather: Tensor::from_vec(gather, n, device)?,
-            scatter: Tensor::from_vec(scatter, b * t, device)?,
-        })
-    }
-
-    /// `[1, N, d]` -> `[B, T, d]`, zeros at padding.
-    fn pad(&self, y: &Tensor) -> Result<Tensor> {
-        let d = y.dim(D::Minus1)?;
-        let zero = Tensor::zeros((1, d), y.dtype(), y.device())?;
-        let y = Tensor::cat(&[&y.reshape((self.n, d))?, &zero], 0)?;
-        Ok(y.index_select(&self.scatter, 0)?.reshape((self.b, self.t, d))?)
-    }
-
-    /// `[B, T, d]` -> `[1, N, d]`, the real columns.
-    fn pack(&self, y: &Tensor) -> Result<Tensor> {
-        let d = y.dim(D::Minus1)?;
-        Ok(y.reshape((self.b * self.t, d))?.index_select(&self.gather, 0)?.reshape((1, self.n, d))?)
-    }
 }
 
 impl SharedPrefix {
