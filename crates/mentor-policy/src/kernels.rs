@@ -541,6 +541,12 @@ impl CustomOp3 for Rope {
     }
 }
 
+/// The gradient of [`rope`]'s input from its output's gradient `grad` (the rotation by `-θ`,
+/// outside the graph).
+pub(crate) fn rope_grad(grad: &Tensor, cos: &Tensor, sin: &Tensor) -> candle_core::Result<Tensor> {
+    grad.apply_op3_no_bwd(&cos.contiguous()?, &sin.contiguous()?, &Rope { inverse: true })
+}
+
 /// SwiGLU's `silu(gate) * up` (`silu(a) = a / (1 + exp(-a))`), both of one shape.
 /// Differentiable in `gate` and `up`.
 pub fn swiglu(gate: &Tensor, up: &Tensor) -> candle_core::Result<Tensor> {

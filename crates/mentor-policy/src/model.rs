@@ -455,11 +455,19 @@ impl Model {
         };
         for (li, l) in self.layers.iter().enumerate() {
             let h = self.rms(&x, &l.ln1, kernels, fast)?;
-            let q = heads(lin(&l.q, &h)?, nh)?;
-            let k = heads(lin(&l.k, &h)?, nkv)?;
             let v = heads(lin(&l.v, &h)?, nkv)?.contiguous()?;
-            let q = Self::rope(&q, &cos, &sin, kernels, fast)?;
-            let k = Self::rope(&k, &cos, &sin, kernels, fast)?;
+            let (q, k) = match packed {
+                // Padded and rotated in one node (`crate::packing`) on the fast path.
+                Some(pk) if fast => (
+                    pk.pad_heads_rope(&lin(&l.q, &h)?, nh, hd, &cos, &sin)?,
+                    pk.pad_heads_rope(&lin(&l.k, &h)?, nkv, hd, &cos, &sin)?,
+                ),
+                _ => {
+                    let q = heads(lin(&l.q, &h)?, nh)?;
+                    let k = heads(lin(&l.k, &h)?, nkv)?;
+                    (Self::rope(&q, &cos, &sin, kernels, fast)?, Self::rope(&k, &cos, &sin, kernels, fast)?)
+                }
+            };
             if let Some(r) = record.as_deref_mut() {
                 r.push((k.contiguous()?, v.clone()));
             }

@@ -12,12 +12,14 @@
 use std::sync::Arc;
 
 use candle_core::backend::BackendStorage;
-use candle_core::{bail, CpuStorage, CustomOp1, DType, Device, Layout, Shape, Tensor, WithDType, D};
+use candle_core::{
+    bail, CpuStorage, CustomOp1, CustomOp3, DType, Device, Layout, Shape, Tensor, WithDType, D,
+};
 
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 
-use crate::kernels::{self, contiguous};
+use crate::kernels::{self, contiguous, Real};
 
 /// The real columns of a right-padded `[B, T]` batch, packed into `N` columns: the norms, the
 /// linear layers and the MLP run on those only, attention on the padded layout (its padded
@@ -86,6 +88,36 @@ impl Packing {
             return Ok(self.pad(y)?.reshape((self.b, self.t, heads, hd))?.transpose(1, 2)?);
         }
         Ok(y.contiguous()?.apply_op1(self.mover(Move::ToHeads, heads, hd))?)
+    }
+
+    /// [`Packing::pad_heads`] then the rotary embedding ([`kernels::rope`], `cos`/`sin`
+    /// `[B, T, hd / 2]`) as one node: the graph holds the rotated heads only, not the padded
+    /// copy the rotation read. CPU `f32`/`f64`; the two steps otherwise. Differentiable in `y`.
+    pub fn pad_heads_rope(
+        &self,
+        y: &Tensor,
+        heads: usize,
+        hd: usize,
+        cos: &Tensor,
+        sin: &Tensor,
+    ) -> Result<Tensor> {
+        if !kernels::supported(y)
+            || !hd.is_multiple_of(2)
+            || cos.dims() != [self.b, self.t, hd / 2]
+            || sin.dims() != cos.dims()
+        {
+            return Ok(kernels::rope(&self.pad_heads(y, heads, hd)?, cos, sin)?);
+        }
+        if y.dims() != [1, self.n, heads * hd] {
+            return Err(Error::InvalidRequest(format!(
+                "packing: {:?} is not [1, {}, {}]",
+                y.dims(),
+                self.n,
+                heads * hd
+            )));
+        }
+        let op = PadRope(self.mover(Move::ToHeads, heads, hd));
+        Ok(y.contiguous()?.apply_op3(&cos.contiguous()?, &sin.contiguous()?, op)?)
     }
 
     /// `[B, heads, T, hd]` -> `[1, N, heads * hd]`, the real columns: one copy on CPU
@@ -223,6 +255,84 @@ impl CustomOp1 for Mover {
     }
 }
 
+/// [`Packing::pad_heads_rope`]'s node: a [`Move::ToHeads`] mover whose copy rotates.
+struct PadRope(Mover);
+
+/// Rotates each padded row `(b, head, t)` of the packed `src` by its position's angles (a
+/// padding row as zeros), with [`kernels::rope`]'s arithmetic.
+fn pad_rope<T: Real>(m: &Mover, src: &[T], cos: &[T], sin: &[T]) -> candle_core::Result<(CpuStorage, Shape)> {
+    let (b, t, n, heads, hd) = (m.b, m.t, m.n, m.heads, m.hd);
+    let (width, half) = (heads * hd, hd / 2);
+    if src.len() != n * width || m.slots.len() != b * t || cos.len() != b * t * half || sin.len() != cos.len()
+    {
+        bail!("pad-rope: {} values, {} angles for [{b}, {heads}, {t}, {hd}]", src.len(), cos.len());
+    }
+    let mut dst = vec![T::ZERO; b * heads * t * hd];
+    let zeros = vec![T::ZERO; hd];
+    dst.par_chunks_mut(hd.max(1)).with_min_len(16).enumerate().for_each(|(row, d)| {
+        let (bi, hi, ti) = (row / (heads * t), (row / t) % heads, row % t);
+        let col = m.slots[bi * t + ti] as usize;
+        let x = if col < n { &src[col * width + hi * hd..col * width + (hi + 1) * hd] } else { &zeros[..] };
+        let cs = (bi * t + ti) * half;
+        let (cos, sin) = (&cos[cs..cs + half], &sin[cs..cs + half]);
+        let (d1, d2) = d.split_at_mut(half);
+        for j in 0..half {
+            let (x1, x2) = (x[j], x[j + half]);
+            d1[j] = x1 * cos[j] - x2 * sin[j];
+            d2[j] = x2 * cos[j] + x1 * sin[j];
+        }
+    });
+    Ok((T::to_cpu_storage_owned(dst), Shape::from((b, heads, t, hd))))
+}
+
+impl CustomOp3 for PadRope {
+    fn name(&self) -> &'static str {
+        "packed-to-heads-rope"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let name = self.name();
+        match s1.dtype() {
+            DType::F32 => pad_rope(
+                &self.0,
+                contiguous::<f32>(s1, l1, name)?,
+                contiguous::<f32>(s2, l2, name)?,
+                contiguous::<f32>(s3, l3, name)?,
+            ),
+            DType::F64 => pad_rope(
+                &self.0,
+                contiguous::<f64>(s1, l1, name)?,
+                contiguous::<f64>(s2, l2, name)?,
+                contiguous::<f64>(s3, l3, name)?,
+            ),
+            d => bail!("{name}: {d:?}"),
+        }
+    }
+
+    fn bwd(
+        &self,
+        _y: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        // The rotation's backward, then the move's: as the two nodes compute them.
+        let rotated = kernels::rope_grad(grad, cos, sin)?;
+        let back =
+            Mover { dir: Move::FromHeads, slots: self.0.slots.clone(), cols: self.0.cols.clone(), ..self.0 };
+        Ok((Some(rotated.apply_op1_no_bwd(&back)?), None, None))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use candle_core::Var;
@@ -275,6 +385,25 @@ mod tests {
             let packed_view = x.as_tensor().transpose(1, 2).unwrap().reshape((4, t, heads * hd)).unwrap();
             let b = (pk.pack(&packed_view).unwrap() * &w).unwrap().sum_all().unwrap().backward().unwrap();
             assert_eq!(bits(a.get(x.as_tensor()).unwrap()), bits(b.get(x.as_tensor()).unwrap()));
+        }
+        // The rotating move: the two nodes' values and gradients, bit for bit.
+        for dtype in [DType::F32, DType::F64] {
+            let vals: Vec<f64> = (0..10 * heads * hd).map(|i| (i as f64 * 0.29).cos() * 2.0).collect();
+            let y = Var::from_tensor(
+                &Tensor::from_vec(vals, (1, 10, heads * hd), &dev).unwrap().to_dtype(dtype).unwrap(),
+            )
+            .unwrap();
+            let ang: Vec<f64> = (0..4 * t * hd / 2).map(|i| i as f64 * 0.7 - 3.0).collect();
+            let ang = Tensor::from_vec(ang, (4, t, hd / 2), &dev).unwrap().to_dtype(dtype).unwrap();
+            let (cos, sin) = (ang.cos().unwrap(), ang.sin().unwrap());
+            let ours = pk.pad_heads_rope(y.as_tensor(), heads, hd, &cos, &sin).unwrap();
+            let theirs = kernels::rope(&pk.pad_heads(y.as_tensor(), heads, hd).unwrap(), &cos, &sin).unwrap();
+            assert_eq!(bits(&ours), bits(&theirs));
+            let r: Vec<f64> = (0..4 * heads * t * hd).map(|i| (i as f64 * 0.13).sin()).collect();
+            let r = Tensor::from_vec(r, (4, heads, t, hd), &dev).unwrap().to_dtype(dtype).unwrap();
+            let g1 = (&ours * &r).unwrap().sum_all().unwrap().backward().unwrap();
+            let g2 = (&theirs * &r).unwrap().sum_all().unwrap().backward().unwrap();
+            assert_eq!(bits(g1.get(y.as_tensor()).unwrap()), bits(g2.get(y.as_tensor()).unwrap()));
         }
         let y = Tensor::zeros((1, 9, heads * hd), DType::F32, &dev).unwrap();
         assert!(pk.pad_heads(&y, heads, hd).is_err());
