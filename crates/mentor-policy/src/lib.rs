@@ -39,6 +39,7 @@ mod batch;
 mod chat_template;
 mod checkpoint;
 mod config;
+mod embed;
 mod error;
 mod generate;
 mod gguf;

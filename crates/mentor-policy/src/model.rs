@@ -444,7 +444,15 @@ impl Model {
         let sin = freqs.sin()?.to_dtype(self.dtype)?.contiguous()?;
         let mask5 = mask.reshape((b, 1, 1, t, tk))?;
         let scale = 1.0 / (hd as f64).sqrt();
-        let mut x = self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((xb, xt, cfg.hidden_size))?;
+        let ids = ids.flatten_all()?;
+        let rows = match stages.as_deref() {
+            // A staged pass leaves the embedding's gradient to its stages (`crate::embed`).
+            Some(s) if kernels::supported(&self.embed) => {
+                crate::embed::embed_rows(&self.embed, &ids, s.embed_slot())?
+            }
+            _ => self.embed.index_select(&ids, 0)?,
+        };
+        let mut x = rows.reshape((xb, xt, cfg.hidden_size))?;
         // `[xb, xt, heads * hd]` -> `[B, heads, T, hd]` (padded again when packed: then one
         // contiguous copy).
         let heads = |y: Tensor, n: usize| -> Result<Tensor> {

@@ -13,6 +13,7 @@
 use candle_core::backprop::GradStore;
 use candle_core::{Tensor, Var};
 
+use crate::embed::{dense_grads, EmbedGrads};
 use crate::head::{HeadGrads, PendingGrad};
 
 /// The layer boundaries of a differentiable pass ([`crate::LogProbOptions::staged`]).
@@ -34,6 +35,9 @@ pub struct Stages {
     /// bypasses the top's store: computed and handed on by [`Stages::backward`] before the
     /// first layer's stage.
     head: HeadGrads,
+    /// The token embedding's lookups' row gradients (`crate::embed`), which bypass candle's
+    /// store: made whole and handed on by [`Stages::backward`] after the first layer's stage.
+    embed: EmbedGrads,
 }
 
 /// One tensor a layer wrote, and the leaf copy read in its place above.
@@ -61,6 +65,11 @@ impl Stages {
         self.head.clone()
     }
 
+    /// The slot the embedding's lookups put their rows' gradients in.
+    pub(crate) fn embed_slot(&self) -> EmbedGrads {
+        self.embed.clone()
+    }
+
     /// Layer boundaries recorded (the model's layers, once a pass has run through them).
     pub fn len(&self) -> usize {
         self.cuts.len()
@@ -78,7 +87,8 @@ impl Stages {
     /// (see `crate::head`), and handed to `add` then.
     /// From the top layer down, each layer's backward is seeded with the gradient that
     /// reached its output's leaf, and `add` receives its gradients (the layer's variables,
-    /// the embedding's with the first layer, and leaves the caller can ignore). Each layer's
+    /// and leaves the caller can ignore); the token embedding's comes after the first layer's,
+    /// made whole from its lookups' rows (see `crate::embed`). Each layer's
     /// graph and gradients are dropped before the next layer's backward.
     ///
     /// Every tensor of the top's graph (the loss, the log-probs) must be dropped before this
@@ -120,7 +130,15 @@ impl Stages {
             drop(cut);
             add(&store)?;
         }
-        add_head(&mut head, &mut add)
+        drop(store);
+        add_head(&mut head, &mut add)?;
+        // The embedding's part last, as the first layer's stage would have given it: one
+        // buffer, the rows added in the order the backward reached the lookups.
+        let embed = std::mem::take(&mut *self.embed.lock().unwrap_or_else(|p| p.into_inner()));
+        if !embed.is_empty() {
+            add(&dense_grads(embed)?)?;
+        }
+        Ok(())
     }
 }
 
