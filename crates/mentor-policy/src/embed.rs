@@ -154,14 +154,7 @@ mod tests {
     use candle_core::{Device, Var};
 
     use super::*;
-
-    fn bits(t: &Tensor) -> Vec<u64> {
-        let t = t.flatten_all().unwrap();
-        match t.dtype() {
-            DType::F32 => t.to_vec1::<f32>().unwrap().iter().map(|x| x.to_bits() as u64).collect(),
-            _ => t.to_vec1::<f64>().unwrap().iter().map(|x| x.to_bits()).collect(),
-        }
-    }
+    use crate::test_util::bits;
 
     /// Two lookups of one embedding (repeated ids included), as a staged pass makes them: the
     /// rows and the gradient candle's `index_select` gives, bit for bit.

@@ -253,36 +253,12 @@ mod tests {
     use candle_core::{Device, Var, D};
 
     use super::*;
-
-    /// Deterministic values in `[-scale, scale)` (SplitMix64), as `dtype`.
-    fn tensor(dims: &[usize], seed: u64, scale: f64, dtype: DType) -> Tensor {
-        let mut s = seed;
-        let n = dims.iter().product();
-        let v: Vec<f64> = (0..n)
-            .map(|_| {
-                s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = s;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^= z >> 31;
-                ((z >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * scale
-            })
-            .collect();
-        Tensor::from_vec(v, dims, &Device::Cpu).unwrap().to_dtype(dtype).unwrap()
-    }
+    use crate::test_util::{bits, tensor};
 
     fn rel_diff(a: &Tensor, b: &Tensor) -> f64 {
         let (a, b) = (a.to_dtype(DType::F64).unwrap(), b.to_dtype(DType::F64).unwrap());
         let d = (&a - &b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
         d / b.abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap().max(1e-300)
-    }
-
-    fn bits(t: &Tensor) -> Vec<u64> {
-        let t = t.flatten_all().unwrap();
-        match t.dtype() {
-            DType::F32 => t.to_vec1::<f32>().unwrap().iter().map(|x| x.to_bits() as u64).collect(),
-            _ => t.to_vec1::<f64>().unwrap().iter().map(|x| x.to_bits()).collect(),
-        }
     }
 
     const N: usize = 6;

@@ -58,6 +58,8 @@ mod probs;
 mod sampling;
 mod source;
 mod stages;
+#[cfg(test)]
+mod test_util;
 mod threads;
 mod tokenizer;
 mod vexp;

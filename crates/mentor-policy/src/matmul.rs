@@ -149,18 +149,10 @@ pub(crate) fn bmm_t_storage(
     s2: &CpuStorage,
     l2: &Layout,
 ) -> candle_core::Result<(CpuStorage, Shape)> {
-    let (ad, bd) = (l1.dims(), l2.dims());
-    let r = ad.len();
-    if r < 2 || bd.len() != r || ad[..r - 2] != bd[..r - 2] || ad.last() != bd.last() {
-        bail!("bmm_t: a {ad:?} and b {bd:?} are not [.., M, K] and [.., N, K]");
-    }
+    let (batches, m, k, n, out) = bmm_dims(l1, l2)?;
     if crate::paths::deterministic() && s1.dtype() == DType::F32 && s2.dtype() == DType::F32 {
         return BmmT.cpu_fwd(s1, l1, s2, l2);
     }
-    let (m, k, n) = (ad[r - 2], ad[r - 1], bd[r - 2]);
-    let batches: usize = ad[..r - 2].iter().product();
-    let mut out = ad.to_vec();
-    out[r - 1] = n;
     if m * n * batches == 0 || k == 0 {
         let zeros = match s1.dtype() {
             DType::F64 => CpuStorage::F64(vec![0.0; m * n * batches]),
@@ -168,8 +160,23 @@ pub(crate) fn bmm_t_storage(
         };
         return Ok((zeros, Shape::from(out)));
     }
+    let r = out.len();
     let bt = l2.transpose(r - 2, r - 1)?;
     Ok((s1.matmul(s2, (batches, m, n, k), l1, &bt)?, Shape::from(out)))
+}
+
+/// `(batches, M, K, N, dims of the product)` of `a · bᵀ` for `a` `[.., M, K]` and `b`
+/// `[.., N, K]`, or an error naming both shapes.
+fn bmm_dims(l1: &Layout, l2: &Layout) -> candle_core::Result<(usize, usize, usize, usize, Vec<usize>)> {
+    let (ad, bd) = (l1.dims(), l2.dims());
+    let r = ad.len();
+    if r < 2 || bd.len() != r || ad[..r - 2] != bd[..r - 2] || ad.last() != bd.last() {
+        bail!("bmm_t: a {ad:?} and b {bd:?} are not [.., M, K] and [.., N, K]");
+    }
+    let (m, k, n) = (ad[r - 2], ad[r - 1], bd[r - 2]);
+    let mut out = ad.to_vec();
+    out[r - 1] = n;
+    Ok((ad[..r - 2].iter().product(), m, k, n, out))
 }
 
 /// The gradients of [`bmm_t`]`(a, b)` given `grad` `[.., M, N]`, as its backward computes
@@ -243,16 +250,11 @@ impl CustomOp2 for BmmT {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (ad, bd) = (l1.dims(), l2.dims());
-        let r = ad.len();
-        let (m, k, n) = (ad[r - 2], ad[r - 1], bd[r - 2]);
-        let batches: usize = ad[..r - 2].iter().product();
+        let (batches, m, k, n, out) = bmm_dims(l1, l2)?;
         let a = contiguous::<f32>(s1, l1, "bmm_t")?;
         let b = contiguous::<f32>(s2, l2, "bmm_t")?;
         let mut dst = vec![0f32; batches * m * n];
         simd::batched(a, b, &mut dst, batches, m, n, k)?;
-        let mut out = ad.to_vec();
-        out[r - 1] = n;
         Ok((CpuStorage::F32(dst), Shape::from(out)))
     }
 

@@ -76,14 +76,7 @@ impl Packing {
     /// `[1, N, heads * hd]` -> `[B, heads, T, hd]` (contiguous), zeros at padding: one copy on
     /// CPU `f32`/`f64`, candle ops otherwise. Differentiable.
     pub fn pad_heads(&self, y: &Tensor, heads: usize, hd: usize) -> Result<Tensor> {
-        if y.dims() != [1, self.n, heads * hd] {
-            return Err(Error::InvalidRequest(format!(
-                "packing: {:?} is not [1, {}, {}]",
-                y.dims(),
-                self.n,
-                heads * hd
-            )));
-        }
+        self.check_packed(y, heads * hd)?;
         if !kernels::supported(y) {
             return Ok(self.pad(y)?.reshape((self.b, self.t, heads, hd))?.transpose(1, 2)?);
         }
@@ -108,14 +101,7 @@ impl Packing {
         {
             return Ok(kernels::rope(&self.pad_heads(y, heads, hd)?, cos, sin)?);
         }
-        if y.dims() != [1, self.n, heads * hd] {
-            return Err(Error::InvalidRequest(format!(
-                "packing: {:?} is not [1, {}, {}]",
-                y.dims(),
-                self.n,
-                heads * hd
-            )));
-        }
+        self.check_packed(y, heads * hd)?;
         let op = PadRope(self.mover(Move::ToHeads, heads, hd));
         Ok(y.contiguous()?.apply_op3(&cos.contiguous()?, &sin.contiguous()?, op)?)
     }
@@ -131,6 +117,18 @@ impl Packing {
             return self.pack(&y.transpose(1, 2)?.reshape((b, t, heads * hd))?);
         }
         Ok(y.contiguous()?.apply_op1(self.mover(Move::FromHeads, heads, hd))?)
+    }
+
+    /// An error unless `y` is `[1, N, width]`.
+    fn check_packed(&self, y: &Tensor, width: usize) -> Result<()> {
+        if y.dims() != [1, self.n, width] {
+            return Err(Error::InvalidRequest(format!(
+                "packing: {:?} is not [1, {}, {width}]",
+                y.dims(),
+                self.n
+            )));
+        }
+        Ok(())
     }
 
     fn mover(&self, dir: Move, heads: usize, hd: usize) -> Mover {
@@ -338,14 +336,7 @@ mod tests {
     use candle_core::Var;
 
     use super::*;
-
-    fn bits(t: &Tensor) -> Vec<u64> {
-        let t = t.flatten_all().unwrap().contiguous().unwrap();
-        match t.dtype() {
-            DType::F32 => t.to_vec1::<f32>().unwrap().iter().map(|x| x.to_bits() as u64).collect(),
-            _ => t.to_vec1::<f64>().unwrap().iter().map(|x| x.to_bits()).collect(),
-        }
-    }
+    use crate::test_util::bits;
 
     /// The moves give the candle ops' values and gradients, bit for bit, and are each other's
     /// inverse on the real columns.

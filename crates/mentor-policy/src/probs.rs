@@ -120,21 +120,7 @@ mod tests {
     use candle_core::{Device, Var};
 
     use super::*;
-
-    /// Deterministic values in `[-scale, scale)`, as `dtype`.
-    fn tensor(dims: &[usize], seed: u64, scale: f64, dtype: DType) -> Tensor {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let n = dims.iter().product();
-        let v: Vec<f64> = (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                ((s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * scale
-            })
-            .collect();
-        Tensor::from_vec(v, dims, &Device::Cpu).unwrap().to_dtype(dtype).unwrap()
-    }
+    use crate::test_util::{bits, tensor};
 
     /// A causal mask `[B, 1, T, P + T]` after `P` prefix keys, row `b` blocking its first `b`
     /// prefix keys (padding).
@@ -150,14 +136,6 @@ mod tests {
             }
         }
         Tensor::from_vec(m, (b, 1, t, p + t), &Device::Cpu).unwrap().to_dtype(dtype).unwrap()
-    }
-
-    fn bits(t: &Tensor) -> Vec<u64> {
-        let t = t.flatten_all().unwrap().contiguous().unwrap();
-        match t.dtype() {
-            DType::F32 => t.to_vec1::<f32>().unwrap().iter().map(|x| x.to_bits() as u64).collect(),
-            _ => t.to_vec1::<f64>().unwrap().iter().map(|x| x.to_bits()).collect(),
-        }
     }
 
     /// `(probs, dq, dk)` of `sum(probs · r)` by `f`.
