@@ -995,7 +995,9 @@ mod tests {
     fn portable_and_avx2_agree_bit_for_bit_whatever_the_batch() {
         let shapes =
             [(1, 1, 1), (1, 7, 13), (8, 4, 8), (9, 11, 37), (16, 13, 29), (33, 50, 64), (64, 97, 576)];
-        for &(m, n, k) in shapes.iter().chain(&[(300, 9, 700), (5, 3, 4100), (40, 61, 1536)]) {
+        let wide =
+            [(300, 9, 700), (5, 3, 4100), (40, 61, 1536), (27, 200, 576), (13, 100, 1536), (203, 40, 1536)];
+        for &(m, n, k) in shapes.iter().chain(&wide) {
             let (x, w) = (data(m * k, 11 + k as u64), data(n * k, 12 + n as u64));
             let mut portable = vec![0f32; m * n];
             for (i, row) in portable.chunks_mut(n).enumerate() {
