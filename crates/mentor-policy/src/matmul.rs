@@ -10,10 +10,10 @@
 //! take a tile of 8 rows × 4 weight rows instead: `x` is packed by row pairs (a copy of
 //! `M × K` floats per call, the weight is not), and each 16-lane accumulator holds two
 //! outputs' 8 AVX2 lanes, so the outputs keep their bits and the FMA count per output halves.
-//! When `x` fits in L2 (decoding), one tile of weight rows
-//! at a time meets all of `x`, so each weight row is read from memory once while the next
-//! tile's rows are prefetched; otherwise blocks of weight rows stay in L2 while `x` streams
-//! past. The weight is never copied or cached, so an optimizer that updates it in place is
+//! When `x` fits in L1 (a few rows), one tile of weight rows
+//! at a time meets all of `x`; otherwise an L2-sized block of weight rows meets one tile's
+//! rows of `x` at a time, which stay in L1. Either way each weight row is read from memory
+//! once, by the first tile that meets it, which prefetches the next tiles' rows. The weight is never copied or cached, so an optimizer that updates it in place is
 //! seen at once. Within the kernel each output's sum runs in the same order whatever `M` and
 //! the row's place in the batch (more than [`SMALL_M`] rows go to candle's gemm inside the same
 //! op, whose rounding differs).
@@ -541,7 +541,7 @@ mod simd {
     mod avx512 {
         use std::arch::x86_64::*;
 
-        use super::avx2::{PF_TILES, W_BLOCK_BYTES, X_IN_L2_BYTES};
+        use super::avx2::{PF_TILES, W_BLOCK_BYTES, X_IN_L1_BYTES};
         use crate::lanes::hsum;
 
         /// Row pairs per tile (8 rows).
@@ -568,9 +568,9 @@ mod simd {
             ldd: usize,
             k: usize,
         ) {
-            // The AVX2 tile's blocking: one tile of weight rows at a time when `x` fits in L2
-            // (the next tiles' rows prefetched), else L2-sized blocks of weight rows.
-            let small = 4 * m8 * k <= X_IN_L2_BYTES;
+            // The AVX2 tile's blocking: one tile of weight rows at a time when `x` fits in L1,
+            // else L2-sized blocks of weight rows; the first row group prefetches.
+            let small = 4 * m8 * k <= X_IN_L1_BYTES;
             let nb = if small { NC } else { (W_BLOCK_BYTES / (4 * k.max(1))).max(NC) / NC * NC };
             let pair = 2 * (k / 8 * 8);
             let mut nb0 = n0;
@@ -590,7 +590,7 @@ mod simd {
                             ldd,
                         };
                         match nr {
-                            NC if small && i == 0 && j + (PF_TILES + 1) * NC <= n1 => tile::<NC, true>(t),
+                            NC if i == 0 && j + (PF_TILES + 1) * NC <= n1 => tile::<NC, true>(t),
                             NC => tile::<NC, false>(t),
                             3 => tile::<3, false>(t),
                             2 => tile::<2, false>(t),
@@ -730,8 +730,14 @@ mod simd {
         pub(super) const PF_TILES: usize = 4;
         /// Bytes of weight rows kept in L2 while all of `x` passes over them.
         pub(super) const W_BLOCK_BYTES: usize = 192 << 10;
-        /// Largest `x` (bytes) streamed from L2 against one tile of weight rows.
-        pub(super) const X_IN_L2_BYTES: usize = 256 << 10;
+        /// Largest `x` (bytes) that meets one tile of weight rows at a time; a larger `x` meets
+        /// blocks of [`W_BLOCK_BYTES`], one tile's rows at a time. (Up to 256 KiB, which kept
+        /// decoding's whole `x` in L2 and read it from there once per tile, was slower at 27 to
+        /// 64 rows: SmolLM2-135M's shapes on the Intel Xeon box of docs/PERFORMANCE.md, weights
+        /// from memory, 2 threads, best of three alternating runs, 1.06-1.22x on the LM head
+        /// and 1.07-1.10x on the gate and up projections with the AVX-512 tile, 1.05-1.09x with
+        /// the AVX2 tile alone; 0.98-1.02x at 4 and 8 rows.)
+        pub(super) const X_IN_L1_BYTES: usize = 32 << 10;
 
         /// Columns `n0..n1` of `dst` (`[m, ldd]`).
         ///
@@ -750,11 +756,12 @@ mod simd {
             ldd: usize,
             k: usize,
         ) {
-            // When all of `x` fits in L2, one tile of weight rows at a time (each weight row is
-            // then read from memory once, while the next tile's rows are prefetched); else
-            // blocks of weight rows held in L2 while `x` streams past. (Cutting `K` into chunks
-            // that fit L1 was tried for large `M` and did not pay: such products go to candle.)
-            let small = 4 * m * k <= X_IN_L2_BYTES;
+            // When all of `x` fits in L1, one tile of weight rows at a time; else blocks of
+            // weight rows held in L2 while one tile's rows of `x`, in L1, pass over them. Either
+            // way the first row group reads each weight row from memory and prefetches the next
+            // tiles' rows. (Cutting `K` into chunks that fit L1 was tried for large `M` and did
+            // not pay: such products go to candle.)
+            let small = 4 * m * k <= X_IN_L1_BYTES;
             let nb = if small { NR } else { (W_BLOCK_BYTES / (4 * k.max(1))).max(NR) / NR * NR };
             {
                 let mut nb0 = n0;
@@ -768,7 +775,7 @@ mod simd {
                             let nr = (nb1 - j).min(NR);
                             let t =
                                 Tile { x: x.add(i * k), w: w.add(j * k), dst: dst.add(i * ldd + j), k, ldd };
-                            if small && i == 0 && nr == NR && j + (PF_TILES + 1) * NR <= n1 {
+                            if i == 0 && nr == NR && j + (PF_TILES + 1) * NR <= n1 {
                                 // First use of these weight rows: fetch the next tile's meanwhile.
                                 match mr {
                                     4 => tile::<4, NR, true>(t),
