@@ -734,9 +734,9 @@ mod simd {
         /// blocks of [`W_BLOCK_BYTES`], one tile's rows at a time. (Up to 256 KiB, which kept
         /// decoding's whole `x` in L2 and read it from there once per tile, was slower at 27 to
         /// 64 rows: SmolLM2-135M's shapes on the Intel Xeon box of docs/PERFORMANCE.md, weights
-        /// from memory, 2 threads, best of three alternating runs, 1.06-1.22x on the LM head
-        /// and 1.07-1.10x on the gate and up projections with the AVX-512 tile, 1.05-1.09x with
-        /// the AVX2 tile alone; 0.98-1.02x at 4 and 8 rows.)
+        /// from memory, 2 threads, best of three alternating runs: 1.06-1.22x on the LM head
+        /// and gate and up projections with the AVX-512 tile, 1.05-1.09x at 32 rows with the
+        /// AVX2 tile alone; the other projections, and 4 or 8 rows, within the noise.)
         pub(super) const X_IN_L1_BYTES: usize = 32 << 10;
 
         /// Columns `n0..n1` of `dst` (`[m, ldd]`).
