@@ -10,13 +10,13 @@
 //! take a tile of 8 rows × 4 weight rows instead: `x` is packed by row pairs (a copy of
 //! `M × K` floats per call, the weight is not), and each 16-lane accumulator holds two
 //! outputs' 8 AVX2 lanes, so the outputs keep their bits and the FMA count per output halves.
-//! When `x` fits in L1 (a few rows), one tile of weight rows
-//! at a time meets all of `x`; otherwise an L2-sized block of weight rows meets one tile's
-//! rows of `x` at a time, which stay in L1. Either way each weight row is read from memory
-//! once, by the first tile that meets it, which prefetches the next tiles' rows. The weight is never copied or cached, so an optimizer that updates it in place is
-//! seen at once. Within the kernel each output's sum runs in the same order whatever `M` and
-//! the row's place in the batch (more than [`SMALL_M`] rows go to candle's gemm inside the same
-//! op, whose rounding differs).
+//! When `x` fits in L1 (a few rows), one tile of weight rows at a time meets all of `x`;
+//! otherwise an L2-sized block of weight rows meets one tile's rows of `x` at a time, which
+//! stay in L1. Either way each weight row is read from memory once, by the first tile that
+//! meets it, which prefetches the next tiles' rows. The weight is never copied or cached, so
+//! an optimizer that updates it in place is seen at once. Within the kernel each output's sum
+//! runs in the same order whatever `M` and the row's place in the batch (more than
+//! [`SMALL_M`] rows go to candle's gemm inside the same op, whose rounding differs).
 //!
 //! The fast path runs on x86-64 CPUs with AVX2 and FMA (detected at run time) for contiguous
 //! `f32` CPU tensors ([`supported`]); everything else (other dtypes, devices, CPUs) goes
@@ -728,7 +728,7 @@ mod simd {
         /// 64 tokens, three alternating runs: batch 1 1.71-1.98 against 1.25-1.56 s, batch 32
         /// 6.09-8.40 against 5.72-6.34 s.
         pub(super) const PF_TILES: usize = 4;
-        /// Bytes of weight rows kept in L2 while all of `x` passes over them.
+        /// Bytes of weight rows kept in L2 while `x` passes over them, one tile's rows at a time.
         pub(super) const W_BLOCK_BYTES: usize = 192 << 10;
         /// Largest `x` (bytes) that meets one tile of weight rows at a time; a larger `x` meets
         /// blocks of [`W_BLOCK_BYTES`], one tile's rows at a time. (Up to 256 KiB, which kept
