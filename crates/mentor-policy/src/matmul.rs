@@ -541,7 +541,7 @@ mod simd {
     mod avx512 {
         use std::arch::x86_64::*;
 
-        use super::avx2::{PF_TILES, W_BLOCK_BYTES, X_IN_L1_BYTES};
+        use super::avx2::{weight_block, PF_TILES};
         use crate::lanes::hsum;
 
         /// Row pairs per tile (8 rows).
@@ -568,10 +568,8 @@ mod simd {
             ldd: usize,
             k: usize,
         ) {
-            // The AVX2 tile's blocking: one tile of weight rows at a time when `x` fits in L1,
-            // else L2-sized blocks of weight rows; the first row group prefetches.
-            let small = 4 * m8 * k <= X_IN_L1_BYTES;
-            let nb = if small { NC } else { (W_BLOCK_BYTES / (4 * k.max(1))).max(NC) / NC * NC };
+            // The AVX2 tile's blocking; the first row group prefetches.
+            let nb = weight_block(m8, k, NC);
             let pair = 2 * (k / 8 * 8);
             let mut nb0 = n0;
             while nb0 < n1 {
@@ -729,7 +727,7 @@ mod simd {
         /// 6.09-8.40 against 5.72-6.34 s.
         pub(super) const PF_TILES: usize = 4;
         /// Bytes of weight rows kept in L2 while `x` passes over them, one tile's rows at a time.
-        pub(super) const W_BLOCK_BYTES: usize = 192 << 10;
+        const W_BLOCK_BYTES: usize = 192 << 10;
         /// Largest `x` (bytes) that meets one tile of weight rows at a time; a larger `x` meets
         /// blocks of [`W_BLOCK_BYTES`], one tile's rows at a time. (Up to 256 KiB, which kept
         /// decoding's whole `x` in L2 and read it from there once per tile, was slower at 27 to
@@ -737,7 +735,19 @@ mod simd {
         /// from memory, 2 threads, best of three alternating runs: 1.06-1.22x on the LM head
         /// and gate and up projections with the AVX-512 tile, 1.05-1.09x at 32 rows with the
         /// AVX2 tile alone; the other projections, and 4 or 8 rows, within the noise.)
-        pub(super) const X_IN_L1_BYTES: usize = 32 << 10;
+        const X_IN_L1_BYTES: usize = 32 << 10;
+
+        /// Weight rows per block for `m` rows of `x` of `k` elements and tiles `cols` weight rows
+        /// wide: one tile when all of `x` fits in L1 (it meets all of `x`), else a multiple of
+        /// `cols` filling about [`W_BLOCK_BYTES`] (held in L2 while one tile's rows of `x`, in
+        /// L1, pass over it).
+        pub(super) fn weight_block(m: usize, k: usize, cols: usize) -> usize {
+            if 4 * m * k <= X_IN_L1_BYTES {
+                cols
+            } else {
+                (W_BLOCK_BYTES / (4 * k.max(1))).max(cols) / cols * cols
+            }
+        }
 
         /// Columns `n0..n1` of `dst` (`[m, ldd]`).
         ///
@@ -761,8 +771,7 @@ mod simd {
             // way the first row group reads each weight row from memory and prefetches the next
             // tiles' rows. (Cutting `K` into chunks that fit L1 was tried for large `M` and did
             // not pay: such products go to candle.)
-            let small = 4 * m * k <= X_IN_L1_BYTES;
-            let nb = if small { NR } else { (W_BLOCK_BYTES / (4 * k.max(1))).max(NR) / NR * NR };
+            let nb = weight_block(m, k, NR);
             {
                 let mut nb0 = n0;
                 while nb0 < n1 {
