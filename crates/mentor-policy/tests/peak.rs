@@ -1,6 +1,7 @@
 //! `cargo xtask bench peak`'s measurement code (the `peak` example's `measure` module) on the
-//! tiny model: every figure is measured and finite, the FLOP model is the one stated, and the
-//! summary line has the fields the bench promises.
+//! tiny model: every figure is measured and finite, the FLOP model is the one stated (the
+//! update's products alone counted as the update), and the summary line has the fields the
+//! bench promises.
 
 #[path = "../examples/peak/measure.rs"]
 #[allow(dead_code)]
@@ -27,7 +28,15 @@ fn the_peak_bench_measures_every_figure_on_the_tiny_model() {
     let what: Vec<(&str, usize)> = report.figures.iter().map(|f| (f.what.as_str(), f.batch)).collect();
     assert_eq!(
         what,
-        [("decode", 1), ("decode", 8), ("decode", 32), ("decode", 64), ("prefill", 4), ("update", 4)]
+        [
+            ("decode", 1),
+            ("decode", 8),
+            ("decode", 32),
+            ("decode", 64),
+            ("prefill", 4),
+            ("update", 4),
+            ("products", 4)
+        ]
     );
     for f in &report.figures {
         assert!(f.seconds > 0.0 && f.tok_s.is_finite() && f.gflops.is_finite() && f.frac >= 0.0, "{f:?}");
@@ -38,10 +47,19 @@ fn the_peak_bench_measures_every_figure_on_the_tiny_model() {
     assert_eq!(p.tokens, 64);
     let flops = 2.0 * (wl * 64 + wh * 4) as f64;
     assert!((p.gflops - flops / p.seconds / 1e9).abs() <= 1e-9 * p.gflops.max(1.0), "{p:?}");
+    // The update's products alone: the update's FLOPs (6 × layer weights per position but
+    // the last, 6 × head weights per completion token; 16 = 4 prompt + 12 completion tokens).
+    let (u, m) = (&report.figures[5], &report.figures[6]);
+    let flops = 6.0 * (wl * 4 * 15 + wh * 4 * 12) as f64;
+    for f in [u, m] {
+        assert_eq!(f.tokens, 64);
+        assert!((f.gflops - flops / f.seconds / 1e9).abs() <= 1e-9 * f.gflops.max(1.0), "{f:?}");
+    }
+    assert!(report.table().contains("The update's matrix products alone take"));
     let line = report.last_line();
     let keys: Vec<&str> = line.split(' ').map(|kv| kv.split('=').next().unwrap()).collect();
     assert_eq!(keys, ["peak_gflops", "decode32_frac", "prefill_frac", "update_frac", "decode1_bw_frac"]);
     assert!(report.table().contains("| decode | 32 |"));
     let json = serde_json::to_value(&report).unwrap();
-    assert_eq!(json["figures"].as_array().unwrap().len(), 6);
+    assert_eq!(json["figures"].as_array().unwrap().len(), 7);
 }

@@ -12,6 +12,12 @@
 //! per input token and `6 × W_head` per scored completion token (backward = two products of
 //! the forward's size).
 //!
+//! **The update's products alone** (`products`): the same FLOPs as the update, timed as bare
+//! matrix products on the library the update runs them on (candle's matmul), without the rest
+//! of the update (attention, element-wise ops, autograd's buffers). Its fraction is what the
+//! matmul library reaches on these shapes; the gap between its seconds and the update's is
+//! the share of the update spent outside the products.
+//!
 //! **Bandwidth convention.** `read_gb_s` is a read-only pass (a sum) over a buffer far larger
 //! than the caches, on all threads: what batch-1 decode, which reads every weight once per
 //! token, is bound by. `copy_gb_s` (bytes copied per second; the traffic is twice that) is
@@ -56,7 +62,7 @@ pub struct Limits {
 /// One model measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct Figure {
-    /// `decode`, `prefill` or `update`.
+    /// `decode`, `prefill`, `update`, or `products` (the update's matrix products alone).
     pub what: String,
     /// Rows in the batch.
     pub batch: usize,
@@ -416,7 +422,60 @@ pub fn measure(policy: &Policy, limits: Limits, sizes: &Sizes) -> Result<Report,
         gb_s: None,
         bw_frac: None,
     });
+    // The same FLOPs as the update's, in its matrix products alone.
+    let seconds = mentor_policy::on_pool(|| products(policy, rows * (p_len + c_len - 1), rows * c_len))?;
+    figures.push(Figure {
+        what: "products".into(),
+        batch: rows,
+        tokens,
+        seconds,
+        tok_s: tokens as f64 / seconds,
+        gflops: flops / seconds / 1e9,
+        frac: flops / seconds / 1e9 / peak,
+        gb_s: None,
+        bw_frac: None,
+    });
     Ok(Report { limits, weights_layers: wl, weights_head: wh, params, figures })
+}
+
+/// Seconds of the update's matrix products alone, on candle's matmul (the `gemm` crate, which
+/// the update calls for products of more than `SMALL_M` rows): for each matrix `W` `[N, K]` of
+/// a layer, at `layer_rows` rows, and for the LM head, at `head_rows` rows, the forward
+/// product `x · Wᵀ` and the backward's `g · W` and `gᵀ · x`, as the update computes them. One
+/// layer's products are timed and counted `num_hidden_layers` times (every layer has the same
+/// shapes). Best of two runs each, the first of three (first touch of the buffers) not
+/// counted. No element-wise op, no attention, no autograd: the update's time beyond this
+/// figure is everything else it does.
+fn products(policy: &Policy, layer_rows: usize, head_rows: usize) -> Result<f64, mentor_policy::Error> {
+    let c = policy.config();
+    let (h, i) = (c.hidden_size, c.intermediate_size);
+    let (q, kv) = (c.num_attention_heads * c.head_dim(), c.kv_heads() * c.head_dim());
+    let layer = [(q, h), (kv, h), (kv, h), (h, q), (i, h), (i, h), (h, i)];
+    let mut layer_seconds = 0.0;
+    for (n, k) in layer {
+        layer_seconds += product_seconds(layer_rows, n, k)?;
+    }
+    let head = product_seconds(head_rows, c.vocab_size, h)?;
+    Ok(layer_seconds * c.num_hidden_layers as f64 + head)
+}
+
+/// Best of two timed runs (after one untimed) of `x · Wᵀ`, `g · W` and `gᵀ · x` for `x`
+/// `[m, k]`, `W` `[n, k]`, `g` `[m, n]`.
+fn product_seconds(m: usize, n: usize, k: usize) -> Result<f64, mentor_policy::Error> {
+    let dev = candle_core::Device::Cpu;
+    let x = candle_core::Tensor::randn(0f32, 1.0, (m, k), &dev)?;
+    let w = candle_core::Tensor::randn(0f32, 1.0, (n, k), &dev)?;
+    let g = candle_core::Tensor::randn(0f32, 1.0, (m, n), &dev)?;
+    let once = || -> Result<f64, mentor_policy::Error> {
+        let t = Instant::now();
+        let y = x.matmul(&w.t()?)?;
+        let dx = g.matmul(&w)?;
+        let dw = g.t()?.matmul(&x)?;
+        std::hint::black_box((y, dx, dw));
+        Ok(t.elapsed().as_secs_f64())
+    };
+    once()?;
+    Ok(once()?.min(once()?))
 }
 
 impl Report {
@@ -454,6 +513,16 @@ impl Report {
                 f.frac,
                 opt(f.gb_s),
                 f.bw_frac.map_or("–".to_string(), |v| format!("{v:.2}"))
+            ));
+        }
+        if let (Some(u), Some(p)) = (self.figure("update", None), self.figure("products", None)) {
+            s.push_str(&format!(
+                "\nThe update's matrix products alone take {:.2} s of its {:.2} s ({:.0}%); the other {:.2} s is \
+                 attention, element-wise ops and the backward's buffers.\n",
+                p.seconds,
+                u.seconds,
+                100.0 * p.seconds / u.seconds.max(f64::MIN_POSITIVE),
+                (u.seconds - p.seconds).max(0.0)
             ));
         }
         s
