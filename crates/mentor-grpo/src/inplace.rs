@@ -3,18 +3,22 @@
 //! micro-batch, so the update neither holds a sum and its successor at once nor scatters a
 //! fresh 0.5 GB across the heap on every backward.
 //!
-//! The optimizer step works the same way: clipping scales the sums where they lie, and AdamW
-//! updates its moments and the weights in place ([`adamw`]), three passes instead of a dozen
-//! tensor ops that each allocated a whole new copy; the long-lived state (weights, moments,
-//! sums) then stays where it was first allocated, and the update's activations are not
-//! fragmented around new copies of it every step.
+//! The optimizer step works the same way: the gradient norm is summed where the sums lie
+//! ([`sum_squares`]), and one pass split over rayon's pool scales each gradient element for
+//! clipping and updates its moments and weight ([`adamw`]), instead of a dozen tensor ops
+//! that each allocated a whole new copy (and a pass per op); the long-lived state (weights,
+//! moments, sums) then stays where it was first allocated, and the update's activations are
+//! not fragmented around new copies of it every step.
 //!
 //! Each element gets the value the out-of-place ops would give, operation by operation in
 //! the tensors' dtype (candle's `x * c` is `x * c + 0` and `x + c` is `x * 1 + c`, with the
 //! `f64` constants rounded to the dtype as candle rounds them), so the bits are unchanged.
 
+use std::sync::Mutex;
+
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, DType, Layout, Tensor};
+use rayon::prelude::*;
 
 /// Whether `dst` can be written in place from `src` by these ops: both on the CPU, both
 /// contiguous, the same float dtype and shape. (candle refuses a `src` that shares `dst`'s
@@ -54,19 +58,146 @@ pub(crate) struct AdamStep {
     pub scale_v: f64,
 }
 
-/// One AdamW step in place: `m = m b1 + g (1 - b1)`, `v = v b2 + g² (1 - b2)`, then
+/// `Σ x²` over `t` in `f64`, read where it lies, with the bits of candle's
+/// `t.to_dtype(F64)?.sqr()?.sum_all()` (each element widened and squared, then added left to
+/// right from zero, as candle's CPU sum runs): `None` where `t` is not [`steppable`].
+pub(crate) fn sum_squares(t: &Tensor) -> candle_core::Result<Option<f64>> {
+    if !steppable(t) {
+        return Ok(None);
+    }
+    let (storage, layout) = t.storage_and_layout();
+    let candle_core::Storage::Cpu(cpu) = &*storage else { return Ok(None) };
+    let n = layout.shape().elem_count();
+    Ok(Some(match cpu {
+        CpuStorage::F32(x) => slice(x, layout, n, "sum-squares")?.iter().fold(0.0, |s, &x| {
+            let x = f64::from(x);
+            s + x * x
+        }),
+        CpuStorage::F64(x) => slice(x, layout, n, "sum-squares")?.iter().fold(0.0, |s, &x| s + x * x),
+        _ => return Ok(None),
+    }))
+}
+
+/// One AdamW step in place, in one pass over the four tensors split over rayon's pool:
+/// first, where `clip` is given, the gradient is scaled for clipping (`g = g * c + 0`, written
+/// back as [`scale`] writes it), then `m = m b1 + g (1 - b1)`, `v = v b2 + g² (1 - b2)`, and
 /// `θ = θ (1 - lr wd) - ((m s_m) / (sqrt(v s_v) + eps)) lr` (all of `theta`, `m`, `v` and `g`
-/// [`steppable`], of one dtype and shape; `theta` is the variable's own tensor).
+/// [`steppable`], of one dtype and shape, four distinct storages; `theta` is the variable's
+/// own tensor). Each element gets the bits of the separate out-of-place ops: the same
+/// operations in the same order, and no element depends on another.
 pub(crate) fn adamw(
     theta: &Tensor,
     m: &Tensor,
     v: &Tensor,
     g: &Tensor,
     k: AdamStep,
+    clip: Option<f64>,
 ) -> candle_core::Result<()> {
-    m.inplace_op2(g, &Moment { decay: k.beta1, square: false })?;
-    v.inplace_op2(g, &Moment { decay: k.beta2, square: true })?;
-    theta.inplace_op3(m, v, &Weights(k))
+    // Each tensor's storage is locked for writing in turn, the next inside the last: a
+    // storage met twice would wait on itself.
+    let ptrs = [theta, m, v, g].map(|t| {
+        let (s, _) = t.storage_and_layout();
+        match &*s {
+            candle_core::Storage::Cpu(CpuStorage::F32(x)) => x.as_ptr() as usize,
+            candle_core::Storage::Cpu(CpuStorage::F64(x)) => x.as_ptr() as usize,
+            _ => 0,
+        }
+    });
+    if ptrs.contains(&0) || (1..4).any(|i| ptrs[..i].contains(&ptrs[i])) {
+        candle_core::bail!("adamw: theta, m, v and g must be four distinct f32 or f64 CPU storages");
+    }
+    let step = |slots: Vec<Slot<'_>>| -> candle_core::Result<()> {
+        let mut it = slots.into_iter();
+        match (it.next(), it.next(), it.next(), it.next()) {
+            (Some(Slot::F32(t)), Some(Slot::F32(m)), Some(Slot::F32(v)), Some(Slot::F32(g))) => {
+                adamw_slices(t, m, v, g, &k, clip)
+            }
+            (Some(Slot::F64(t)), Some(Slot::F64(m)), Some(Slot::F64(v)), Some(Slot::F64(g))) => {
+                adamw_slices(t, m, v, g, &k, clip)
+            }
+            _ => candle_core::bail!("adamw: theta, m, v and g differ in dtype"),
+        }
+    };
+    theta.inplace_op1(&Hold { held: Mutex::new(Vec::new()), rest: &[m, v, g], then: &step })
+}
+
+/// One tensor's elements, borrowed for writing.
+enum Slot<'a> {
+    F32(&'a mut [f32]),
+    F64(&'a mut [f64]),
+}
+
+/// An in-place op that borrows its tensor's elements beside those `held` already, then either
+/// runs the same op on the next of `rest` (which borrows its own inside) or, with every
+/// tensor borrowed, hands them all to `then`: candle lends one storage per op, and the
+/// optimizer's pass writes four.
+struct Hold<'a, 'b> {
+    held: Mutex<Vec<Slot<'a>>>,
+    rest: &'b [&'b Tensor],
+    then: &'b dyn Fn(Vec<Slot<'_>>) -> candle_core::Result<()>,
+}
+
+impl candle_core::InplaceOp1 for Hold<'_, '_> {
+    fn name(&self) -> &'static str {
+        "adamw"
+    }
+
+    fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> candle_core::Result<()> {
+        let name = self.name();
+        let mut held: Vec<Slot<'_>> = match self.held.lock() {
+            Ok(mut h) => std::mem::take(&mut *h),
+            Err(_) => candle_core::bail!("{name}: a poisoned lock"),
+        };
+        held.push(match s {
+            CpuStorage::F32(x) => Slot::F32(slice_mut(x, l, name)?),
+            CpuStorage::F64(x) => Slot::F64(slice_mut(x, l, name)?),
+            s => candle_core::bail!("{name}: {:?}", s.dtype()),
+        });
+        match self.rest.split_first() {
+            Some((next, rest)) => next.inplace_op1(&Hold { held: Mutex::new(held), rest, then: self.then }),
+            None => (self.then)(held),
+        }
+    }
+}
+
+/// Elements per task of [`adamw_slices`]: 256 KiB of `f32` per tensor.
+const ADAMW_CHUNK: usize = 1 << 16;
+
+/// [`adamw`] on the elements.
+fn adamw_slices<T: Real + Send + Sync>(
+    theta: &mut [T],
+    m: &mut [T],
+    v: &mut [T],
+    g: &mut [T],
+    k: &AdamStep,
+    clip: Option<f64>,
+) -> candle_core::Result<()> {
+    let n = theta.len();
+    if m.len() != n || v.len() != n || g.len() != n {
+        candle_core::bail!(
+            "adamw: {n} weights against {}, {} and {} moments and gradients",
+            m.len(),
+            v.len(),
+            g.len()
+        );
+    }
+    let (m1, m2) = (Moment { decay: k.beta1, square: false }, Moment { decay: k.beta2, square: true });
+    let w = Weights(*k);
+    let c = clip.map(T::of);
+    theta
+        .par_chunks_mut(ADAMW_CHUNK)
+        .zip(m.par_chunks_mut(ADAMW_CHUNK))
+        .zip(v.par_chunks_mut(ADAMW_CHUNK))
+        .zip(g.par_chunks_mut(ADAMW_CHUNK))
+        .for_each(|(((theta, m), v), g)| {
+            if let Some(c) = c {
+                g.iter_mut().for_each(|x| *x = *x * c + T::ZERO);
+            }
+            m1.apply(m, g);
+            m2.apply(v, g);
+            w.apply(theta, m, v);
+        });
+    Ok(())
 }
 
 /// The float types the optimizer's in-place ops handle, with candle's rounding of `f64`
@@ -144,7 +275,7 @@ impl candle_core::InplaceOp1 for Scale {
     }
 }
 
-/// A moment's pass of [`adamw`]: `m * d + 0 + (g * (1 - d) + 0)` (`g * g` for the second).
+/// A moment's part of [`adamw`]: `m * d + 0 + (g * (1 - d) + 0)` (`g * g` for the second).
 struct Moment {
     decay: f64,
     square: bool,
@@ -160,7 +291,7 @@ impl Moment {
     }
 }
 
-/// The weights' pass of [`adamw`]:
+/// The weights' part of [`adamw`]:
 /// `θ * (1 - lr wd) + 0 - (((m * s_m + 0) / (sqrt(v * s_v + 0) * 1 + eps)) * lr + 0)`.
 struct Weights(AdamStep);
 
@@ -175,66 +306,6 @@ impl Weights {
             let step = (m_hat / (v_hat.sqrt() * T::ONE + eps)) * lr + T::ZERO;
             *t = (*t * decay + T::ZERO) - step;
         }
-    }
-}
-
-impl candle_core::InplaceOp2 for Moment {
-    fn name(&self) -> &'static str {
-        "adamw-moment"
-    }
-
-    fn cpu_fwd(
-        &self,
-        m: &mut CpuStorage,
-        lm: &Layout,
-        g: &CpuStorage,
-        lg: &Layout,
-    ) -> candle_core::Result<()> {
-        let name = self.name();
-        match (m, g) {
-            (CpuStorage::F32(m), CpuStorage::F32(g)) => {
-                let m = slice_mut(m, lm, name)?;
-                self.apply(m, slice(g, lg, m.len(), name)?)
-            }
-            (CpuStorage::F64(m), CpuStorage::F64(g)) => {
-                let m = slice_mut(m, lm, name)?;
-                self.apply(m, slice(g, lg, m.len(), name)?)
-            }
-            (m, g) => candle_core::bail!("{name}: {:?} into {:?}", g.dtype(), m.dtype()),
-        }
-        Ok(())
-    }
-}
-
-impl candle_core::InplaceOp3 for Weights {
-    fn name(&self) -> &'static str {
-        "adamw-weights"
-    }
-
-    fn cpu_fwd(
-        &self,
-        t: &mut CpuStorage,
-        lt: &Layout,
-        m: &CpuStorage,
-        lm: &Layout,
-        v: &CpuStorage,
-        lv: &Layout,
-    ) -> candle_core::Result<()> {
-        let name = self.name();
-        match (t, m, v) {
-            (CpuStorage::F32(t), CpuStorage::F32(m), CpuStorage::F32(v)) => {
-                let t = slice_mut(t, lt, name)?;
-                let n = t.len();
-                self.apply(t, slice(m, lm, n, name)?, slice(v, lv, n, name)?)
-            }
-            (CpuStorage::F64(t), CpuStorage::F64(m), CpuStorage::F64(v)) => {
-                let t = slice_mut(t, lt, name)?;
-                let n = t.len();
-                self.apply(t, slice(m, lm, n, name)?, slice(v, lv, n, name)?)
-            }
-            (t, ..) => candle_core::bail!("{name}: {:?}", t.dtype()),
-        }
-        Ok(())
     }
 }
 
@@ -356,6 +427,82 @@ mod tests {
     }
 
     #[test]
+    fn clipped_adamw_in_one_pass_has_the_bits_of_scaling_then_the_candle_ops() {
+        let dev = Device::Cpu;
+        // More elements than one task's chunk, and a ragged last chunk.
+        let n = 2 * ADAMW_CHUNK + 1001;
+        let wave =
+            |a: f64, b: f64| (0..n).map(move |i| ((i as f64 * a).sin() * b) as f32).collect::<Vec<f32>>();
+        for dtype in [DType::F32, DType::F64] {
+            let t = |v: Vec<f32>| Tensor::from_vec(v, n, &dev).unwrap().to_dtype(dtype).unwrap();
+            let (theta, m, v) =
+                (t(wave(0.3, 0.5)), t(wave(1.1, 1e-3)), t(wave(0.9, 1e-6).iter().map(|x| x.abs()).collect()));
+            let g = t(wave(0.7, 3e-3));
+            let k = AdamStep {
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-8,
+                decay: 1.0 - 1e-6 * 0.1,
+                lr: 1e-6,
+                scale_m: 1.0 / (1.0 - 0.9f64.powi(2)),
+                scale_v: 1.0 / (1.0 - 0.999f64.powi(2)),
+            };
+            let coef = 1.0 / (1.8374 + 1e-6);
+            let scaled = (&g * coef).unwrap();
+            let (want_t, want_m, want_v) = adamw_by_ops(&theta, &m, &v, &scaled, k);
+            adamw(&theta, &m, &v, &g, k, Some(coef)).unwrap();
+            let bits = |x: &Tensor| {
+                x.to_dtype(DType::F64)
+                    .unwrap()
+                    .to_vec1::<f64>()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(bits(&g), bits(&scaled), "{dtype:?}: the gradient is left clipped");
+            assert_eq!(bits(&m), bits(&want_m), "{dtype:?}: first moment");
+            assert_eq!(bits(&v), bits(&want_v), "{dtype:?}: second moment");
+            assert_eq!(bits(&theta), bits(&want_t), "{dtype:?}: weights");
+        }
+    }
+
+    #[test]
+    fn adamw_refuses_a_storage_met_twice_and_mixed_dtypes() {
+        let dev = Device::Cpu;
+        let x = || Tensor::ones(8, DType::F32, &dev).unwrap();
+        let (t, m, v) = (x(), x(), x());
+        let k = AdamStep {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            decay: 1.0,
+            lr: 1e-3,
+            scale_m: 1.0,
+            scale_v: 1.0,
+        };
+        assert!(adamw(&t, &m, &v, &m, k, None).is_err(), "g is m");
+        assert!(adamw(&t, &t, &v, &x(), k, None).is_err(), "m is theta");
+        let g64 = x().to_dtype(DType::F64).unwrap();
+        assert!(adamw(&t, &m, &v, &g64, k, None).is_err(), "an f64 gradient for f32 weights");
+        assert_eq!(t.to_vec1::<f32>().unwrap(), vec![1.0; 8], "nothing written");
+    }
+
+    #[test]
+    fn sum_squares_has_the_bits_of_widening_squaring_and_summing() {
+        let dev = Device::Cpu;
+        let v: Vec<f32> = (0..100_002).map(|i| ((i as f64 * 0.37).sin() * 1e-2) as f32).collect();
+        for dtype in [DType::F32, DType::F64] {
+            let t = Tensor::from_vec(v.clone(), (2, 50_001), &dev).unwrap().to_dtype(dtype).unwrap();
+            let want =
+                t.to_dtype(DType::F64).unwrap().sqr().unwrap().sum_all().unwrap().to_scalar::<f64>().unwrap();
+            assert_eq!(sum_squares(&t).unwrap().map(f64::to_bits), Some(want.to_bits()), "{dtype:?}");
+        }
+        let strided = Tensor::from_vec(v[..6].to_vec(), (2, 3), &dev).unwrap().t().unwrap();
+        assert_eq!(sum_squares(&strided).unwrap(), None, "not contiguous");
+    }
+
+    #[test]
     fn adamw_and_scaling_in_place_have_the_candle_ops_bits() {
         let dev = Device::Cpu;
         let n = 257;
@@ -383,7 +530,7 @@ mod tests {
                     scale_v: 1.0 / (1.0 - 0.999f64.powi(step)),
                 };
                 assert!([&theta, &m, &v, &g].iter().all(|x| steppable(x)));
-                adamw(&theta, &m, &v, &g, k).unwrap();
+                adamw(&theta, &m, &v, &g, k, None).unwrap();
                 (want_t, want_m, want_v) = adamw_by_ops(&want_t, &want_m, &want_v, &g, k);
                 let bits = |x: &Tensor| {
                     x.to_dtype(DType::F64)

@@ -21,14 +21,36 @@ use crate::staged::StagedBackward;
 const CLIP_EPSILON: f64 = 1e-6;
 
 /// Global L2 norm of the gradients of `vars` (those without a gradient count as zero).
+///
+/// Each variable's sum of squares is taken in `f64` where its gradient lies (in parallel over
+/// the variables, each sum left to right), then the sums are added in the variables' order:
+/// the bits of summing `g.to_dtype(F64)?.sqr()?.sum_all()` variable by variable, without the
+/// two widened copies of every gradient that took.
 pub fn grad_norm(vars: &[Var], grads: &GradStore) -> Result<f64> {
+    use rayon::prelude::*;
+    let present: Vec<&Tensor> = vars.iter().filter_map(|v| grads.get(v.as_tensor())).collect();
+    let sums =
+        present.par_iter().map(|g| inplace::sum_squares(g)).collect::<candle_core::Result<Vec<_>>>()?;
     let mut sq = 0.0f64;
-    for v in vars {
-        if let Some(g) = grads.get(v.as_tensor()) {
-            sq += g.to_dtype(DType::F64)?.sqr()?.sum_all()?.to_scalar::<f64>()?;
-        }
+    for (g, sum) in present.iter().zip(sums) {
+        sq += match sum {
+            Some(s) => s,
+            None => g.to_dtype(DType::F64)?.sqr()?.sum_all()?.to_scalar::<f64>()?,
+        };
     }
     Ok(sq.sqrt())
+}
+
+/// The factor PyTorch's `clip_grad_norm_` scales the gradients by, `max_norm / (norm +
+/// 1e-6)`, where it scales them: a finite `norm` above it, `max_norm > 0`.
+fn clip_coefficient(norm: f64, max_norm: f64) -> Option<f64> {
+    if max_norm > 0.0 && norm.is_finite() {
+        let coef = max_norm / (norm + CLIP_EPSILON);
+        if coef < 1.0 {
+            return Some(coef);
+        }
+    }
+    None
 }
 
 /// PyTorch `clip_grad_norm_`: when the global norm exceeds `max_norm`, scale every gradient by
@@ -40,23 +62,27 @@ pub fn grad_norm(vars: &[Var], grads: &GradStore) -> Result<f64> {
 /// the bits of `g * coef`): a clone of a gradient taken before sees the scaled values.
 pub fn clip_grad_norm(vars: &[Var], grads: &mut GradStore, max_norm: f64) -> Result<f64> {
     let norm = grad_norm(vars, grads)?;
-    if max_norm > 0.0 && norm.is_finite() {
-        let coef = max_norm / (norm + CLIP_EPSILON);
-        if coef < 1.0 {
-            for v in vars {
-                match grads.get(v.as_tensor()) {
-                    Some(g) if inplace::steppable(g) => inplace::scale(g, coef)?,
-                    Some(_) => {
-                        if let Some(g) = grads.remove(v.as_tensor()) {
-                            grads.insert(v.as_tensor(), (g * coef)?);
-                        }
-                    }
-                    None => {}
-                }
-            }
+    if let Some(coef) = clip_coefficient(norm, max_norm) {
+        for v in vars {
+            scale_grad(grads, v, coef)?;
         }
     }
     Ok(norm)
+}
+
+/// `g = g * coef` for `v`'s gradient in `grads`: in place where it can be, else a new tensor
+/// in its place (the same bits).
+fn scale_grad(grads: &mut GradStore, v: &Var, coef: f64) -> Result<()> {
+    match grads.get(v.as_tensor()) {
+        Some(g) if inplace::steppable(g) => inplace::scale(g, coef)?,
+        Some(_) => {
+            if let Some(g) = grads.remove(v.as_tensor()) {
+                grads.insert(v.as_tensor(), (g * coef)?);
+            }
+        }
+        None => {}
+    }
+    Ok(())
 }
 
 /// Sums the gradients of a fixed set of variables over several backward passes, keeping only
@@ -326,22 +352,23 @@ impl Optimizer {
 
     /// [`Optimizer::step`] on the calling thread.
     fn step_here(&mut self, grads: &mut GradStore) -> Result<StepReport> {
-        let grad_norm = clip_grad_norm(&self.vars, grads, self.max_grad_norm)?;
+        let grad_norm = grad_norm(&self.vars, grads)?;
         let learning_rate = self.schedule.lr(self.step);
         if !grad_norm.is_finite() {
             return Ok(StepReport { grad_norm, learning_rate, applied: false });
         }
-        self.adamw(grads, learning_rate)?;
+        self.adamw(grads, learning_rate, clip_coefficient(grad_norm, self.max_grad_norm))?;
         self.step += 1;
         Ok(StepReport { grad_norm, learning_rate, applied: true })
     }
 
-    /// One AdamW update (PyTorch's formulation, as candle-nn's):
+    /// Gradient clipping by `clip` (as [`clip_grad_norm`] scales, the gradients left scaled in
+    /// `grads`) and one AdamW update (PyTorch's formulation, as candle-nn's):
     /// `m = b1 m + (1-b1) g`, `v = b2 v + (1-b2) g^2`,
     /// `θ = θ (1 - lr wd) - lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`.
-    /// In place where every tensor allows it ([`inplace::adamw`], the same bits), otherwise
-    /// from candle ops.
-    fn adamw(&mut self, grads: &GradStore, lr: f64) -> Result<()> {
+    /// In one pass per variable where every tensor allows it ([`inplace::adamw`], the same
+    /// bits), otherwise from candle ops.
+    fn adamw(&mut self, grads: &mut GradStore, lr: f64, clip: Option<f64>) -> Result<()> {
         let AdamParams { beta1, beta2, eps, weight_decay } = self.params;
         let t = (self.step + 1) as i32;
         let scale_m = 1.0 / (1.0 - beta1.powi(t));
@@ -353,9 +380,13 @@ impl Optimizer {
             let (m, v) = (&self.m[i], &self.v[i]);
             let same = |x: &Tensor| x.dtype() == theta.dtype() && x.dims() == theta.dims();
             if [theta, m, v, g].into_iter().all(|x| inplace::steppable(x) && same(x)) {
-                inplace::adamw(theta, m, v, g, k)?;
+                inplace::adamw(theta, m, v, g, k, clip)?;
                 continue;
             }
+            if let Some(c) = clip {
+                scale_grad(grads, var, c)?;
+            }
+            let Some(g) = grads.get(var) else { continue };
             let m = ((&self.m[i] * beta1)? + (g * (1.0 - beta1))?)?;
             let v = ((&self.v[i] * beta2)? + (g.sqr()? * (1.0 - beta2))?)?;
             let theta = (var.as_tensor() * (1.0 - lr * weight_decay))?;
