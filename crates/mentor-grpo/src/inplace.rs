@@ -409,6 +409,24 @@ mod tests {
         assert!(!writable_from(&ids, &ids.copy().unwrap()), "an integer dtype");
     }
 
+    /// Every element's bits, widened to `f64` (exact).
+    fn bits(x: &Tensor) -> Vec<u64> {
+        x.to_dtype(DType::F64).unwrap().to_vec1::<f64>().unwrap().iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// AdamW's constants at step `step` (PyTorch's defaults for the betas and eps).
+    fn adam_step(step: i32, lr: f64, weight_decay: f64) -> AdamStep {
+        AdamStep {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            decay: 1.0 - lr * weight_decay,
+            lr,
+            scale_m: 1.0 / (1.0 - 0.9f64.powi(step)),
+            scale_v: 1.0 / (1.0 - 0.999f64.powi(step)),
+        }
+    }
+
     /// The candle-op formula `Optimizer::adamw` falls back to, for the bit comparison.
     fn adamw_by_ops(
         theta: &Tensor,
@@ -438,28 +456,11 @@ mod tests {
             let (theta, m, v) =
                 (t(wave(0.3, 0.5)), t(wave(1.1, 1e-3)), t(wave(0.9, 1e-6).iter().map(|x| x.abs()).collect()));
             let g = t(wave(0.7, 3e-3));
-            let k = AdamStep {
-                beta1: 0.9,
-                beta2: 0.999,
-                eps: 1e-8,
-                decay: 1.0 - 1e-6 * 0.1,
-                lr: 1e-6,
-                scale_m: 1.0 / (1.0 - 0.9f64.powi(2)),
-                scale_v: 1.0 / (1.0 - 0.999f64.powi(2)),
-            };
+            let k = adam_step(2, 1e-6, 0.1);
             let coef = 1.0 / (1.8374 + 1e-6);
             let scaled = (&g * coef).unwrap();
             let (want_t, want_m, want_v) = adamw_by_ops(&theta, &m, &v, &scaled, k);
             adamw(&theta, &m, &v, &g, k, Some(coef)).unwrap();
-            let bits = |x: &Tensor| {
-                x.to_dtype(DType::F64)
-                    .unwrap()
-                    .to_vec1::<f64>()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.to_bits())
-                    .collect::<Vec<_>>()
-            };
             assert_eq!(bits(&g), bits(&scaled), "{dtype:?}: the gradient is left clipped");
             assert_eq!(bits(&m), bits(&want_m), "{dtype:?}: first moment");
             assert_eq!(bits(&v), bits(&want_v), "{dtype:?}: second moment");
@@ -472,15 +473,7 @@ mod tests {
         let dev = Device::Cpu;
         let x = || Tensor::ones(8, DType::F32, &dev).unwrap();
         let (t, m, v) = (x(), x(), x());
-        let k = AdamStep {
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            decay: 1.0,
-            lr: 1e-3,
-            scale_m: 1.0,
-            scale_v: 1.0,
-        };
+        let k = adam_step(1, 1e-3, 0.0);
         assert!(adamw(&t, &m, &v, &m, k, None).is_err(), "g is m");
         assert!(adamw(&t, &t, &v, &x(), k, None).is_err(), "m is theta");
         let g64 = x().to_dtype(DType::F64).unwrap();
@@ -520,27 +513,10 @@ mod tests {
                 (theta.copy().unwrap(), m.copy().unwrap(), v.copy().unwrap());
             for step in 1..=3 {
                 let g = t(g0.iter().map(|x| x * step as f32).collect());
-                let k = AdamStep {
-                    beta1: 0.9,
-                    beta2: 0.999,
-                    eps: 1e-8,
-                    decay: 1.0 - 1e-3 * 0.01,
-                    lr: 1e-3,
-                    scale_m: 1.0 / (1.0 - 0.9f64.powi(step)),
-                    scale_v: 1.0 / (1.0 - 0.999f64.powi(step)),
-                };
+                let k = adam_step(step, 1e-3, 0.01);
                 assert!([&theta, &m, &v, &g].iter().all(|x| steppable(x)));
                 adamw(&theta, &m, &v, &g, k, None).unwrap();
                 (want_t, want_m, want_v) = adamw_by_ops(&want_t, &want_m, &want_v, &g, k);
-                let bits = |x: &Tensor| {
-                    x.to_dtype(DType::F64)
-                        .unwrap()
-                        .to_vec1::<f64>()
-                        .unwrap()
-                        .iter()
-                        .map(|x| x.to_bits())
-                        .collect::<Vec<_>>()
-                };
                 assert_eq!(bits(&m), bits(&want_m), "{dtype:?} step {step}: first moment");
                 assert_eq!(bits(&v), bits(&want_v), "{dtype:?} step {step}: second moment");
                 assert_eq!(bits(&theta), bits(&want_t), "{dtype:?} step {step}: weights");

@@ -381,17 +381,7 @@ pub fn measure(policy: &Policy, limits: Limits, sizes: &Sizes) -> Result<Report,
     let seconds = seconds.into_iter().fold(f64::MAX, f64::min);
     let tokens = rows * len;
     let flops = 2.0 * (wl * tokens + wh * rows) as f64;
-    figures.push(Figure {
-        what: "prefill".into(),
-        batch: rows,
-        tokens,
-        seconds,
-        tok_s: tokens as f64 / seconds,
-        gflops: flops / seconds / 1e9,
-        frac: flops / seconds / 1e9 / peak,
-        gb_s: None,
-        bw_frac: None,
-    });
+    figures.push(compute("prefill", rows, tokens, seconds, flops, peak));
     let (rows, len) = sizes.update;
     let p_len = (len / 4).max(1);
     let c_len = len.saturating_sub(p_len).max(1);
@@ -411,21 +401,17 @@ pub fn measure(policy: &Policy, limits: Limits, sizes: &Sizes) -> Result<Report,
     let seconds = (0..2).map(|_| step()).collect::<Result<Vec<_>, _>>()?.into_iter().fold(f64::MAX, f64::min);
     let tokens = rows * (p_len + c_len);
     let flops = 6.0 * (wl * rows * (p_len + c_len - 1) + wh * rows * c_len) as f64;
-    figures.push(Figure {
-        what: "update".into(),
-        batch: rows,
-        tokens,
-        seconds,
-        tok_s: tokens as f64 / seconds,
-        gflops: flops / seconds / 1e9,
-        frac: flops / seconds / 1e9 / peak,
-        gb_s: None,
-        bw_frac: None,
-    });
+    figures.push(compute("update", rows, tokens, seconds, flops, peak));
     // The same FLOPs as the update's, in its matrix products alone.
     let seconds = mentor_policy::on_pool(|| products(policy, rows * (p_len + c_len - 1), rows * c_len))?;
-    figures.push(Figure {
-        what: "products".into(),
+    figures.push(compute("products", rows, tokens, seconds, flops, peak));
+    Ok(Report { limits, weights_layers: wl, weights_head: wh, params, figures })
+}
+
+/// A compute-bound figure (no bandwidth columns): `flops` done in `seconds` over `tokens`.
+fn compute(what: &str, rows: usize, tokens: usize, seconds: f64, flops: f64, peak: f64) -> Figure {
+    Figure {
+        what: what.into(),
         batch: rows,
         tokens,
         seconds,
@@ -434,8 +420,7 @@ pub fn measure(policy: &Policy, limits: Limits, sizes: &Sizes) -> Result<Report,
         frac: flops / seconds / 1e9 / peak,
         gb_s: None,
         bw_frac: None,
-    });
-    Ok(Report { limits, weights_layers: wl, weights_head: wh, params, figures })
+    }
 }
 
 /// Seconds of the update's matrix products alone, on candle's matmul (the `gemm` crate, which
