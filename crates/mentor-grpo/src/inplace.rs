@@ -191,7 +191,7 @@ fn adamw_slices<T: Real + Send + Sync>(
         .zip(g.par_chunks_mut(ADAMW_CHUNK))
         .for_each(|(((theta, m), v), g)| {
             if let Some(c) = c {
-                g.iter_mut().for_each(|x| *x = *x * c + T::ZERO);
+                scale_slice(g, c);
             }
             m1.apply(m, g);
             m2.apply(v, g);
@@ -263,8 +263,7 @@ impl candle_core::InplaceOp1 for Scale {
 
     fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> candle_core::Result<()> {
         fn go<T: Real>(x: &mut [T], c: f64) {
-            let c = T::of(c);
-            x.iter_mut().for_each(|x| *x = *x * c + T::ZERO);
+            scale_slice(x, T::of(c));
         }
         match s {
             CpuStorage::F32(x) => go(slice_mut(x, l, self.name())?, self.0),
@@ -273,6 +272,12 @@ impl candle_core::InplaceOp1 for Scale {
         }
         Ok(())
     }
+}
+
+/// `x = x * c + 0` for each element: candle's `affine(c, 0)`, as [`scale`] and [`adamw`]'s
+/// clipping apply it.
+fn scale_slice<T: Real>(x: &mut [T], c: T) {
+    x.iter_mut().for_each(|x| *x = *x * c + T::ZERO);
 }
 
 /// A moment's part of [`adamw`]: `m * d + 0 + (g * (1 - d) + 0)` (`g * g` for the second).

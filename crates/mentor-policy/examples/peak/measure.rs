@@ -311,10 +311,17 @@ pub fn limits(threads: usize, sizes: &Sizes) -> Limits {
 /// Matrix-product weights of the layers (per token) and of the LM head.
 pub fn weights(policy: &Policy) -> (usize, usize) {
     let c = policy.config();
-    let (h, kv) = (c.hidden_size, c.kv_heads() * c.head_dim());
-    let q = c.num_attention_heads * c.head_dim();
-    let layer = h * q + 2 * h * kv + q * h + 3 * h * c.intermediate_size;
-    (c.num_hidden_layers * layer, c.vocab_size * h)
+    let layer: usize = layer_matrices(policy).iter().map(|(n, k)| n * k).sum();
+    (c.num_hidden_layers * layer, c.vocab_size * c.hidden_size)
+}
+
+/// One layer's weight matrices as `[N, K]` (`x · Wᵀ` maps `K` to `N`): q, k, v, o, gate, up,
+/// down.
+fn layer_matrices(policy: &Policy) -> [(usize, usize); 7] {
+    let c = policy.config();
+    let (h, i) = (c.hidden_size, c.intermediate_size);
+    let (q, kv) = (c.num_attention_heads * c.head_dim(), c.kv_heads() * c.head_dim());
+    [(q, h), (kv, h), (kv, h), (h, q), (i, h), (i, h), (h, i)]
 }
 
 /// Distinct prompts of `len` tokens (ids spread over the vocabulary, no special tokens).
@@ -433,14 +440,11 @@ fn compute(what: &str, rows: usize, tokens: usize, seconds: f64, flops: f64, pea
 /// figure is everything else it does.
 fn products(policy: &Policy, layer_rows: usize, head_rows: usize) -> Result<f64, mentor_policy::Error> {
     let c = policy.config();
-    let (h, i) = (c.hidden_size, c.intermediate_size);
-    let (q, kv) = (c.num_attention_heads * c.head_dim(), c.kv_heads() * c.head_dim());
-    let layer = [(q, h), (kv, h), (kv, h), (h, q), (i, h), (i, h), (h, i)];
     let mut layer_seconds = 0.0;
-    for (n, k) in layer {
+    for (n, k) in layer_matrices(policy) {
         layer_seconds += product_seconds(layer_rows, n, k)?;
     }
-    let head = product_seconds(head_rows, c.vocab_size, h)?;
+    let head = product_seconds(head_rows, c.vocab_size, c.hidden_size)?;
     Ok(layer_seconds * c.num_hidden_layers as f64 + head)
 }
 
