@@ -93,6 +93,11 @@ pub(crate) fn adamw(
     k: AdamStep,
     clip: Option<f64>,
 ) -> candle_core::Result<()> {
+    if theta.elem_count() == 0 && [m, v, g].iter().all(|x| x.elem_count() == 0) {
+        // Nothing to write; and empty buffers all share one dangling address, which the
+        // check below would take for a storage met twice.
+        return Ok(());
+    }
     // Each tensor's storage is locked for writing in turn, the next inside the last: a
     // storage met twice would wait on itself.
     let ptrs = [theta, m, v, g].map(|t| {
@@ -484,6 +489,8 @@ mod tests {
         let g64 = x().to_dtype(DType::F64).unwrap();
         assert!(adamw(&t, &m, &v, &g64, k, None).is_err(), "an f64 gradient for f32 weights");
         assert_eq!(t.to_vec1::<f32>().unwrap(), vec![1.0; 8], "nothing written");
+        let e = || Tensor::zeros(0, DType::F32, &dev).unwrap();
+        assert!(adamw(&e(), &e(), &e(), &e(), k, Some(0.5)).is_ok(), "an empty variable");
     }
 
     #[test]
