@@ -8,7 +8,8 @@
 //! product of two contiguous rows: [`matmul_t`] computes tiles of 4 rows of `x` × 3 rows of `W`
 //! (12 AVX2 accumulators of 8 lanes). On a CPU with AVX-512 (F and DQ) whole groups of 8 rows
 //! take a tile of 8 rows × 4 weight rows instead: `x` is packed by row pairs (a copy of
-//! `M × K` floats per call, the weight is not), and each 16-lane accumulator holds two
+//! `M × K` floats per call into a buffer each thread keeps, aligned to a cache line; the
+//! weight is not copied), and each 16-lane accumulator holds two
 //! outputs' 8 AVX2 lanes, so the outputs keep their bits and the FMA count per output halves.
 //! When `x` fits in L1 (a few rows), one tile of weight rows at a time meets all of `x`;
 //! otherwise an L2-sized block of weight rows meets one tile's rows of `x` at a time, which
@@ -413,7 +414,10 @@ mod simd {
         // The AVX-512 tile takes the whole groups of 8 rows (`m8`), from `x` packed by row
         // pairs; the AVX2 tile the rest.
         let m8 = if wide && crate::paths::detected_avx512() { m / 8 * 8 } else { 0 };
-        let packed = pack_pairs(x, m8, k);
+        // The packing buffer is this thread's, lent for the call (a call nested in this one,
+        // on a thread that steals work while it waits, finds it empty and packs into its own).
+        let mut buffer = PACKED.with(std::cell::Cell::take);
+        let packed = pack_pairs(x, m8, k, &mut buffer);
         let out = SendPtr(dst.as_mut_ptr());
         let run = |n0: usize| {
             let n1 = (n0 + chunk).min(n);
@@ -446,6 +450,9 @@ mod simd {
             (0..n).step_by(chunk).for_each(run);
         } else {
             (0..n).into_par_iter().step_by(chunk).for_each(run);
+        }
+        if buffer.len() <= PACKED_KEPT {
+            PACKED.with(|b| b.set(buffer));
         }
         Ok(())
     }
@@ -502,18 +509,41 @@ mod simd {
         s
     }
 
+    std::thread_local! {
+        /// Each thread's buffer for [`pack_pairs`], kept between calls: decoding packs the same
+        /// few sizes hundreds of times a token. It keeps the largest size met up to
+        /// [`PACKED_KEPT`] floats; a larger one (a deterministic run's training products) is
+        /// freed after its call.
+        static PACKED: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+
+    /// The most floats a thread's packing buffer keeps between calls (4 MiB: 32 rows of
+    /// `K` = 32,768).
+    const PACKED_KEPT: usize = 1 << 20;
+
     /// The first `m8` rows of `x` (`[m, k]`; `m8` even) by row pairs, for the AVX-512 tile: for
     /// pair `q` and each whole 8 columns `p..p + 8` of `K`, row `2q`'s 8 values then row
     /// `2q + 1`'s (16 floats, one register). The tail of `K` beyond the last multiple of 8 is
-    /// not packed (the tile reads it from `x`).
-    fn pack_pairs(x: &[f32], m8: usize, k: usize) -> Vec<f32> {
+    /// not packed (the tile reads it from `x`). Written into `buffer` (grown as needed) from a
+    /// 64-byte boundary, so that no register load of a pair straddles two cache lines; returns
+    /// that part of `buffer`.
+    fn pack_pairs<'b>(x: &[f32], m8: usize, k: usize, buffer: &'b mut Vec<f32>) -> &'b [f32] {
+        const LINE_FLOATS: usize = 64 / std::mem::size_of::<f32>();
         let k8 = k / 8 * 8;
-        let mut out = Vec::with_capacity(m8 * k8);
-        for q in 0..m8 / 2 {
+        let len = m8 * k8;
+        if len == 0 {
+            return &[];
+        }
+        if buffer.len() < len + LINE_FLOATS - 1 {
+            buffer.resize(len + LINE_FLOATS - 1, 0.0);
+        }
+        let offset = buffer.as_ptr().align_offset(64).min(LINE_FLOATS - 1);
+        let out = &mut buffer[offset..offset + len];
+        for (q, pair) in out.chunks_exact_mut(2 * k8).enumerate() {
             let (a, b) = (&x[2 * q * k..2 * q * k + k8], &x[(2 * q + 1) * k..(2 * q + 1) * k + k8]);
-            for (ca, cb) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-                out.extend_from_slice(ca);
-                out.extend_from_slice(cb);
+            for ((d, ca), cb) in pair.chunks_exact_mut(16).zip(a.chunks_exact(8)).zip(b.chunks_exact(8)) {
+                d[..8].copy_from_slice(ca);
+                d[8..].copy_from_slice(cb);
             }
         }
         out
@@ -643,6 +673,20 @@ mod simd {
                 }
                 p += 8;
             }
+            if C == NC && k8 == k {
+                // No tail: two row pairs' 16 outputs at a time, reduced together in `hsum`'s
+                // order, put in row order and stored a row's 4 columns at once.
+                let order = _mm512_loadu_si512(ROW_ORDER.as_ptr().cast());
+                for qq in (0..PAIRS).step_by(2) {
+                    let v = _mm512_permutexvar_ps(order, sums16(&acc[qq], &acc[qq + 1]));
+                    let r = dst.add(2 * qq * ldd);
+                    _mm_storeu_ps(r, _mm512_castps512_ps128(v));
+                    _mm_storeu_ps(r.add(ldd), _mm512_extractf32x4_ps::<1>(v));
+                    _mm_storeu_ps(r.add(2 * ldd), _mm512_extractf32x4_ps::<2>(v));
+                    _mm_storeu_ps(r.add(3 * ldd), _mm512_extractf32x4_ps::<3>(v));
+                }
+                return;
+            }
             if C == NC {
                 // Two row pairs' 16 outputs at a time, reduced together in `hsum`'s order.
                 for qq in (0..PAIRS).step_by(2) {
@@ -668,6 +712,20 @@ mod simd {
                 }
             }
         }
+
+        /// For lane `4 r + c` of [`sums16`]'s result in row order (row `r` of the two pairs,
+        /// column `c`), the lane of [`sums16`] that holds it: `4 j + e` with `j = 2 (c % 2) +
+        /// r % 2` and `e = 2 (r / 2) + c / 2` (see [`sums16`]).
+        const ROW_ORDER: [i32; 16] = {
+            let mut order = [0i32; 16];
+            let mut lane = 0;
+            while lane < 16 {
+                let (r, c) = (lane / 4, lane % 4);
+                order[lane] = (4 * (2 * (c % 2) + r % 2) + 2 * (r / 2) + c / 2) as i32;
+                lane += 1;
+            }
+            order
+        };
 
         /// The lane sums of the 16 outputs of two row pairs' accumulators `a` and `b` (each
         /// [`NC`] registers, one per column; lanes 0-7 of a register its pair's first row,
