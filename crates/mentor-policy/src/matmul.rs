@@ -572,7 +572,7 @@ mod simd {
     mod avx512 {
         use std::arch::x86_64::*;
 
-        use super::avx2::{next_block_lines, prefetch_ahead, weight_block, PF_TILES};
+        use super::avx2::{prefetch_ahead, weight_block, NextBlock, PF_TILES};
         use crate::lanes::hsum;
 
         /// Row pairs per tile (8 rows).
@@ -601,21 +601,20 @@ mod simd {
         ) {
             // The AVX2 tile's blocking; the first row group prefetches. With blocks, the
             // later row groups' tiles prefetch the next block's weight rows into L2 among
-            // them, so that memory is read while they compute (see [`next_block_lines`]).
+            // them, so that memory is read while they compute (see [`NextBlock`]).
             let nb = weight_block(m8, k, NC);
             let pair = 2 * (k / 8 * 8);
             let mut nb0 = n0;
             while nb0 < n1 {
                 let nb1 = (nb0 + nb).min(n1);
-                let next = w.add(nb1 * k) as *const i8;
-                let (per_tile, total) = next_block_lines(m8 / 8, nb1 - nb0, (nb1 + nb).min(n1) - nb1, k, NC);
-                let mut done = 0;
+                let mut next =
+                    NextBlock::new(w.add(nb1 * k), m8 / 8, nb1 - nb0, (nb1 + nb).min(n1) - nb1, k, NC);
                 let mut i = 0;
                 while i < m8 {
                     let mut j = nb0;
                     while j < nb1 {
                         let nr = (nb1 - j).min(NC);
-                        let ahead_lines = if i > 0 { per_tile.min(k / 4).min(total - done) } else { 0 };
+                        let ahead = next.take(i > 0);
                         let t = Tile {
                             xp: xp.add(i / 2 * pair),
                             x: x.add(i * k),
@@ -623,10 +622,8 @@ mod simd {
                             dst: dst.add(i * ldd + j),
                             k,
                             ldd,
-                            ahead: next.wrapping_add(64 * done),
-                            ahead_lines,
+                            ahead,
                         };
-                        done += ahead_lines;
                         match nr {
                             NC if i == 0 && j + (PF_TILES + 1) * NC <= n1 => tile::<NC, true>(t),
                             NC => tile::<NC, false>(t),
@@ -651,10 +648,9 @@ mod simd {
             dst: *mut f32,
             k: usize,
             ldd: usize,
-            /// The first of `ahead_lines` cache lines to prefetch into L2 (at most two per step
-            /// of 8 along `K`; the rest are not).
-            ahead: *const i8,
-            ahead_lines: usize,
+            /// The first of a number of cache lines to prefetch into L2, and that number
+            /// ([`NextBlock::take`]).
+            ahead: (*const i8, usize),
         }
 
         /// `dst[a, b] = dot(x row a, w row b)` for `a < 8`, `b < C`; `PF`: also prefetch the
@@ -666,7 +662,7 @@ mod simd {
         #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
         #[inline]
         unsafe fn tile<const C: usize, const PF: bool>(t: Tile) {
-            let Tile { xp, x, w, dst, k, ldd, ahead, ahead_lines } = t;
+            let Tile { xp, x, w, dst, k, ldd, ahead: (ahead, ahead_lines) } = t;
             let k8 = k / 8 * 8;
             let pair = 2 * k8;
             let steps = k8 / 8;
@@ -823,28 +819,49 @@ mod simd {
             }
         }
 
-        /// For a block of `rows` weight rows met by `groups` row groups of tiles `cols` weight
-        /// rows wide, followed by a block of `next_rows`: how many of the next block's cache
-        /// lines each tile of the later groups prefetches into L2, and how many lines that
-        /// block spans. The first group reads its block from memory, so before, memory sat
-        /// idle while the later groups computed from L2; now it fills the next block meanwhile.
-        /// (SmolLM2-135M's shapes at 32 rows, weights from memory, AVX-512 tile, 2 threads on
-        /// the Intel Xeon box of docs/PERFORMANCE.md, 7 alternating rounds: time with/without
-        /// 0.88 on the LM head, 0.90 on gate and up, 0.91 on 576 x 576, 0.96 on k and v, 0.99
-        /// on down.) Nothing without a later group, where nothing computes while memory is read.
-        pub(super) fn next_block_lines(
-            groups: usize,
-            rows: usize,
-            next_rows: usize,
-            k: usize,
-            cols: usize,
-        ) -> (usize, usize) {
-            let tiles = groups.saturating_sub(1) * rows.div_ceil(cols);
-            if tiles == 0 || next_rows == 0 {
-                return (0, 0);
+        /// The next weight block's cache lines, shared out among the tiles of the row groups
+        /// after the first while they compute from L2 on the current block. The first group
+        /// reads its block from memory, so before, memory sat idle while the later groups
+        /// computed; now it fills the next block meanwhile. (SmolLM2-135M's shapes at 32 rows,
+        /// weights from memory, AVX-512 tile, 2 threads on the Intel Xeon box of
+        /// docs/PERFORMANCE.md, 7 alternating rounds: time with/without 0.88 on the LM head,
+        /// 0.90 on gate and up, 0.91 on 576 x 576, 0.96 on k and v, 0.99 on down.) Nothing
+        /// without a later group, where nothing computes while memory is read.
+        pub(super) struct NextBlock {
+            start: *const i8,
+            /// Lines per tile: the block's lines over the later groups' tiles, at most two per
+            /// step of 8 along `K` ([`prefetch_ahead`]).
+            per_tile: usize,
+            total: usize,
+            done: usize,
+        }
+
+        impl NextBlock {
+            /// The block of `next_rows` weight rows from `start` (`k` each), after a block of
+            /// `rows` met by `groups` row groups of tiles `cols` weight rows wide.
+            pub(super) fn new(
+                start: *const f32,
+                groups: usize,
+                rows: usize,
+                next_rows: usize,
+                k: usize,
+                cols: usize,
+            ) -> Self {
+                let tiles = groups.saturating_sub(1) * rows.div_ceil(cols);
+                let total =
+                    if tiles == 0 { 0 } else { (next_rows * k * std::mem::size_of::<f32>()).div_ceil(64) };
+                let per_tile = if tiles == 0 { 0 } else { total.div_ceil(tiles).min(k / 4) };
+                Self { start: start as *const i8, per_tile, total, done: 0 }
             }
-            let lines = (next_rows * k * std::mem::size_of::<f32>()).div_ceil(64);
-            (lines.div_ceil(tiles), lines)
+
+            /// The first line and the count for the next tile: none in the first group
+            /// (`later` false).
+            pub(super) fn take(&mut self, later: bool) -> (*const i8, usize) {
+                let lines = if later { self.per_tile.min(self.total - self.done) } else { 0 };
+                let first = self.start.wrapping_add(64 * self.done);
+                self.done += lines;
+                (first, lines)
+            }
         }
 
         /// At step `step` of a tile's `steps` along `K`, prefetches line `step` of the `lines`
@@ -886,33 +903,35 @@ mod simd {
             // way the first row group reads each weight row from memory and prefetches the next
             // tiles' rows. (Cutting `K` into chunks that fit L1 was tried for large `M` and did
             // not pay: such products go to candle.)
-            // With blocks, the later row groups prefetch the next block ([`next_block_lines`]).
+            // With blocks, the later row groups prefetch the next block ([`NextBlock`]).
             let nb = weight_block(m, k, NR);
             {
                 let mut nb0 = n0;
                 while nb0 < n1 {
                     let nb1 = (nb0 + nb).min(n1);
-                    let next = w.add(nb1 * k) as *const i8;
-                    let (per_tile, total) =
-                        next_block_lines(m.div_ceil(MR), nb1 - nb0, (nb1 + nb).min(n1) - nb1, k, NR);
-                    let mut done = 0;
+                    let mut next = NextBlock::new(
+                        w.add(nb1 * k),
+                        m.div_ceil(MR),
+                        nb1 - nb0,
+                        (nb1 + nb).min(n1) - nb1,
+                        k,
+                        NR,
+                    );
                     let mut i = 0;
                     while i < m {
                         let mr = (m - i).min(MR);
                         let mut j = nb0;
                         while j < nb1 {
                             let nr = (nb1 - j).min(NR);
-                            let ahead_lines = if i > 0 { per_tile.min(k / 4).min(total - done) } else { 0 };
+                            let ahead = next.take(i > 0);
                             let t = Tile {
                                 x: x.add(i * k),
                                 w: w.add(j * k),
                                 dst: dst.add(i * ldd + j),
                                 k,
                                 ldd,
-                                ahead: next.wrapping_add(64 * done),
-                                ahead_lines,
+                                ahead,
                             };
-                            done += ahead_lines;
                             if i == 0 && nr == NR && j + (PF_TILES + 1) * NR <= n1 {
                                 // First use of these weight rows: fetch the next tile's meanwhile.
                                 match mr {
@@ -954,9 +973,9 @@ mod simd {
             dst: *mut f32,
             k: usize,
             ldd: usize,
-            /// The first of `ahead_lines` cache lines to prefetch ([`prefetch_ahead`]).
-            ahead: *const i8,
-            ahead_lines: usize,
+            /// The first of a number of cache lines to prefetch, and that number
+            /// ([`NextBlock::take`]).
+            ahead: (*const i8, usize),
         }
 
         /// `dst[a, b] = dot(x row a, w row b)` for `a < R`, `b < C`; `PF`: also prefetch
@@ -968,7 +987,7 @@ mod simd {
         #[target_feature(enable = "avx2,fma")]
         #[inline]
         unsafe fn tile<const R: usize, const C: usize, const PF: bool>(t: Tile) {
-            let Tile { x, w, dst, k, ldd, ahead, ahead_lines } = t;
+            let Tile { x, w, dst, k, ldd, ahead: (ahead, ahead_lines) } = t;
             let mut acc = [[_mm256_setzero_ps(); C]; R];
             let k8 = k / 8 * 8;
             let mut p = 0;
