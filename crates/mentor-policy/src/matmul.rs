@@ -864,6 +864,33 @@ mod simd {
             }
         }
 
+        #[cfg(test)]
+        #[test]
+        fn next_block_is_handed_out_once_in_order_and_never_to_the_first_group() {
+            let w = vec![0f32; 200 * 576];
+            // 4 groups over a block of 84 rows, tiles 4 wide: 63 later tiles share the next
+            // 84 rows' 3,024 lines, 48 each.
+            let mut next = NextBlock::new(w.as_ptr(), 4, 84, 84, 576, 4);
+            let mut at = w.as_ptr() as *const i8;
+            let mut lines = 0;
+            for group in 0..4 {
+                for _ in 0..21 {
+                    let (first, n) = next.take(group > 0);
+                    assert!(group > 0 || n == 0, "the first group reads its own block");
+                    assert_eq!(first, at, "contiguous");
+                    at = at.wrapping_add(64 * n);
+                    lines += n;
+                }
+            }
+            assert_eq!(lines, 84 * 576 * 4 / 64);
+            // One group: nothing computes while memory is read, so nothing is prefetched.
+            let mut one = NextBlock::new(w.as_ptr(), 1, 84, 84, 576, 4);
+            assert_eq!(one.take(true).1, 0);
+            // Capped at two lines a step along K (576 / 8 steps).
+            let mut few = NextBlock::new(w.as_ptr(), 2, 4, 84, 576, 4);
+            assert_eq!(few.take(true).1, 2 * 576 / 8);
+        }
+
         /// At step `step` of a tile's `steps` along `K`, prefetches line `step` of the `lines`
         /// from `ahead` into L2, and line `step + steps` (at most two lines a step).
         ///
