@@ -850,7 +850,7 @@ mod simd {
                 let tiles = groups.saturating_sub(1) * rows.div_ceil(cols);
                 let total =
                     if tiles == 0 { 0 } else { (next_rows * k * std::mem::size_of::<f32>()).div_ceil(64) };
-                let per_tile = if tiles == 0 { 0 } else { total.div_ceil(tiles).min(k / 4) };
+                let per_tile = if tiles == 0 { 0 } else { total.div_ceil(tiles).min(2 * (k / 8)) };
                 Self { start: start as *const i8, per_tile, total, done: 0 }
             }
 
