@@ -28,8 +28,9 @@ pub(crate) unsafe fn hsum(v: std::arch::x86_64::__m256) -> f32 {
     _mm_cvtss_f32(s)
 }
 
-/// [`hsum`]'s order on 8 plain lanes: `(l0+l4) + (l2+l6)` and `(l1+l5) + (l3+l7)`, then those two.
-pub(crate) fn hsum_portable(l: &[f32; 8]) -> f32 {
+/// [`hsum`]'s order on 8 plain lanes: `(l0+l4) + (l2+l6)` and `(l1+l5) + (l3+l7)`, then those two
+/// (in `f32` for the kernels, in `f64` for the sampler's total).
+pub(crate) fn hsum_portable<T: Copy + std::ops::Add<Output = T>>(l: &[T; 8]) -> T {
     let s = [l[0] + l[4], l[1] + l[5], l[2] + l[6], l[3] + l[7]];
     let t = [s[0] + s[2], s[1] + s[3]];
     t[0] + t[1]

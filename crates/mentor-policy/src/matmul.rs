@@ -685,9 +685,10 @@ mod simd {
                 }
                 p += 8;
             }
-            if C == NC && k8 == k {
-                // No tail: two row pairs' 16 outputs at a time, reduced together in `hsum`'s
-                // order, put in row order and stored a row's 4 columns at once.
+            if C == NC {
+                // Two row pairs' 16 outputs at a time, reduced together in `hsum`'s order, put
+                // in row order and stored a row's 4 columns at once; then the tail of `K`, if
+                // any, added to each output as `with_tail` adds it.
                 let order = _mm512_loadu_si512(ROW_ORDER.as_ptr().cast());
                 for qq in (0..PAIRS).step_by(2) {
                     let v = _mm512_permutexvar_ps(order, sums16(&acc[qq], &acc[qq + 1]));
@@ -697,18 +698,12 @@ mod simd {
                     _mm_storeu_ps(r.add(2 * ldd), _mm512_extractf32x4_ps::<2>(v));
                     _mm_storeu_ps(r.add(3 * ldd), _mm512_extractf32x4_ps::<3>(v));
                 }
-                return;
-            }
-            if C == NC {
-                // Two row pairs' 16 outputs at a time, reduced together in `hsum`'s order.
-                for qq in (0..PAIRS).step_by(2) {
-                    let mut sums = [0f32; 16];
-                    _mm512_storeu_ps(sums.as_mut_ptr(), sums16(&acc[qq], &acc[qq + 1]));
-                    for (lane, &sum) in sums.iter().enumerate() {
-                        // Lane 4j + e: row 2(qq + e / 2) + j % 2, column j / 2 + 2 (e % 2).
-                        let (j, e) = (lane / 4, lane % 4);
-                        let (r, c) = (2 * (qq + e / 2) + j % 2, j / 2 + 2 * (e % 2));
-                        *dst.add(r * ldd + c) = super::with_tail(sum, x.add(r * k), w.add(c * k), k8, k);
+                if k8 < k {
+                    for r in 0..2 * PAIRS {
+                        for c in 0..NC {
+                            let d = dst.add(r * ldd + c);
+                            *d = super::with_tail(*d, x.add(r * k), w.add(c * k), k8, k);
+                        }
                     }
                 }
                 return;

@@ -214,8 +214,7 @@ fn lane_sum(e: &[f32]) -> f64 {
     for (lane, &v) in lanes.iter_mut().zip(tail) {
         *lane += v as f64;
     }
-    let l = lanes;
-    ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+    crate::lanes::hsum_portable(&lanes)
 }
 
 /// The ids kept by `top_k` (`0` = all) then the `top_p` nucleus of the top-k renormalised
