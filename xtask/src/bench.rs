@@ -25,7 +25,8 @@ pub enum Target {
     /// `--prompts`, `--group`, `--new-tokens`, `--steps`, `--warmup`, `--rounds`, `--seed`.
     Step,
     /// The machine's limits against the policy: FMA GFLOP/s (1 and all threads, AVX2 and
-    /// AVX-512), read/copy bandwidth, then SmolLM2 decode at batch 1, 8, 32, 64, prefill of
+    /// AVX-512), read/copy bandwidth, the crate's small-batch product on weights in cache (1
+    /// and all threads), then SmolLM2 decode at batch 1, 8, 32, 64, prefill of
     /// 32 x 128 and the update's forward + backward on 32 x 128, as fractions of those limits,
     /// and the update's matrix products alone (same FLOPs, same matmul library); the last line is `peak_gflops= decode32_frac= prefill_frac= update_frac=
     /// decode1_bw_frac=`. Flags: `--threads` (default 2), `--json`. Dev profile (as fast as

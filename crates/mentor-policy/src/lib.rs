@@ -11,7 +11,8 @@
 //! - [`Policy::logprobs`]: differentiable per-token log-probs (and entropy) of completions,
 //!   on CPU through the crate's fused kernels with a backward pass (masked softmax, RMSNorm,
 //!   RoPE, SwiGLU, token log-probs), and the linear layers' `x · Wᵀ` for small batches
-//!   (decoding) on AVX2 CPUs without repacking the weights on every call.
+//!   (decoding) on AVX2 CPUs without repacking the weights on every call ([`matmul_t`], also
+//!   usable on its own).
 //! - [`Policy::save`] / [`Policy::frozen_copy`]: atomic checkpoints and a KL reference.
 //! - [`Policy::char_level`]: a from-scratch model with a character tokenizer (the demo's).
 //!
@@ -70,6 +71,7 @@ pub use error::{Error, Result};
 pub use generate::{FinishReason, GenerateConfig, Generation};
 pub use gguf::config as config_from_gguf;
 pub use logprobs::{Entropy, LogProbOptions, TokenLogProbs};
+pub use matmul::matmul_t;
 pub use model::{Kernels, KvCache, Model};
 pub use paths::{deterministic, kernel_path, set_deterministic, set_kernel_path, KernelPath};
 pub use policy::{LoadOptions, Policy};

@@ -11,7 +11,10 @@ mod measure;
 fn the_peak_bench_measures_every_figure_on_the_tiny_model() {
     let policy = measure::tiny_policy().unwrap();
     let sizes = measure::Sizes::tiny();
-    let limits = measure::limits(2, &sizes);
+    let limits = measure::limits(2, &sizes).unwrap();
+    assert_eq!(limits.kernel_shape, sizes.kernel);
+    assert!(limits.kernel_1t.is_finite() && limits.kernel_1t > 0.0, "{limits:?}");
+    assert!(limits.kernel_all.is_finite() && limits.kernel_all > 0.0, "{limits:?}");
     assert!(
         limits.fma_avx2_all > 0.0 || !cfg!(target_arch = "x86_64") || !std::is_x86_feature_detected!("fma")
     );
@@ -56,6 +59,7 @@ fn the_peak_bench_measures_every_figure_on_the_tiny_model() {
         assert!((f.gflops - flops / f.seconds / 1e9).abs() <= 1e-9 * f.gflops.max(1.0), "{f:?}");
     }
     assert!(report.table().contains("The update's matrix products alone take"));
+    assert!(report.table().contains("the small-batch product (32 × 40 times 24 × 40 transposed"));
     let line = report.last_line();
     let keys: Vec<&str> = line.split(' ').map(|kv| kv.split('=').next().unwrap()).collect();
     assert_eq!(keys, ["peak_gflops", "decode32_frac", "prefill_frac", "update_frac", "decode1_bw_frac"]);

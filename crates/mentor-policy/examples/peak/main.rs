@@ -1,6 +1,7 @@
 //! `cargo xtask bench peak`: how close the policy comes to what this CPU can do. Measures the
 //! machine's limits (FMA throughput on one thread and on all, AVX2 and AVX-512 where present;
-//! read and copy bandwidth), then SmolLM2-135M-Instruct in f32: decode tok/s at batch 1, 8,
+//! read and copy bandwidth; the crate's own small-batch product, decode's kernel, on weights
+//! that stay in cache, on one thread and on all), then SmolLM2-135M-Instruct in f32: decode tok/s at batch 1, 8,
 //! 32 and 64, prefill of 32 × 128-token prompts, and the update's forward + backward on
 //! 32 × 128 tokens, each as GFLOP/s and as a fraction of the measured peak (batch-1 decode also
 //! as GB/s against the read bandwidth); then the update's matrix products alone, on the same
@@ -50,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Policy::load(&ModelSource::Gguf(path), &LoadOptions::default())?
     };
     eprintln!("peak: measuring the machine's limits ({threads} threads)");
-    let limits = measure::limits(threads, &sizes);
+    let limits = measure::limits(threads, &sizes)?;
     eprintln!("peak: measuring the model ({} parameters)", policy.num_params());
     let report = measure::measure(&policy, limits, &sizes)?;
     if flag("--json") {

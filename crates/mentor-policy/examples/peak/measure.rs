@@ -18,6 +18,13 @@
 //! matmul library reaches on these shapes; the gap between its seconds and the update's is
 //! the share of the update spent outside the products.
 //!
+//! **The small-batch kernel on weights in cache** (`kernel_1t`, `kernel_all` of the limits):
+//! the crate's own product ([`mentor_policy::matmul_t`], which every decode step runs) at 32 ×
+//! 576 times 384 × 576 transposed, on the same weights every call, so that they stay in a
+//! core's L2. Decode's products also wait for memory, so these bound them from above. Where
+//! a machine's threads share more than the FMA loop shows (a host core's caches, other
+//! tenants), the all-threads figure falls short of the FMA peak and shows by how much.
+//!
 //! **Bandwidth convention.** `read_gb_s` is a read-only pass (a sum) over a buffer far larger
 //! than the caches, on all threads: what batch-1 decode, which reads every weight once per
 //! token, is bound by. `copy_gb_s` (bytes copied per second; the traffic is twice that) is
@@ -57,6 +64,16 @@ pub struct Limits {
     pub read_gb_s: f64,
     /// Bytes copied per second over a large buffer, all threads, GB/s.
     pub copy_gb_s: f64,
+    /// The crate's own small-batch product ([`mentor_policy::matmul_t`], the kernel of every
+    /// decode step) at `kernel_shape` = `(M, K, N)`: `x` `[M, K]` times the same `w` `[N, K]`
+    /// transposed on every call, so the weights stay in cache. GFLOP/s on one thread: an upper
+    /// bound, on this machine as it runs now, for decode's products, which also read the
+    /// weights from memory.
+    pub kernel_1t: f64,
+    /// The same on all threads.
+    pub kernel_all: f64,
+    /// `(M, K, N)` of the kernel figures.
+    pub kernel_shape: (usize, usize, usize),
 }
 
 /// One model measurement.
@@ -112,6 +129,10 @@ pub struct Sizes {
     pub buffer_elems: usize,
     /// FMA loop iterations per thread.
     pub fma_iters: u64,
+    /// `(M, K, N)` of the small-batch kernel figures.
+    pub kernel: (usize, usize, usize),
+    /// Products per timed round of the kernel figures.
+    pub kernel_calls: usize,
 }
 
 impl Sizes {
@@ -124,6 +145,10 @@ impl Sizes {
             update: (32, 128),
             buffer_elems: 128 << 20,
             fma_iters: 200_000_000,
+            // Decode at batch 32 on SmolLM2-135M's hidden size; 384 weight rows (885 KiB)
+            // stay in a core's L2 on the CPUs measured so far (1-2 MiB).
+            kernel: (32, 576, 384),
+            kernel_calls: 3_000,
         }
     }
 
@@ -136,6 +161,8 @@ impl Sizes {
             update: (4, 16),
             buffer_elems: 1 << 16,
             fma_iters: 1_000,
+            kernel: (32, 40, 24),
+            kernel_calls: 3,
         }
     }
 }
@@ -288,15 +315,49 @@ pub fn bandwidth(threads: usize, elems: usize) -> (f64, f64) {
     (read, copy)
 }
 
+/// GFLOP/s of [`mentor_policy::matmul_t`] at `(m, k, n)` on a pool of `threads` threads,
+/// `calls` products per round on the same operands (the weights stay in cache); best of
+/// three rounds.
+pub fn kernel_gflops(
+    threads: usize,
+    (m, k, n): (usize, usize, usize),
+    calls: usize,
+) -> Result<f64, mentor_policy::Error> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| candle_core::Error::Msg(format!("kernel figure: no thread pool: {e}")))?;
+    let values = |len: usize, seed: usize| -> Vec<f32> {
+        (0..len).map(|i| ((i * 7919 + seed) % 251) as f32 / 251.0 - 0.5).collect()
+    };
+    let dev = candle_core::Device::Cpu;
+    let x = candle_core::Tensor::from_vec(values(m * k, 1), (m, k), &dev)?;
+    let w = candle_core::Tensor::from_vec(values(n * k, 2), (n, k), &dev)?;
+    let flops = 2.0 * (m * n * k * calls.max(1)) as f64;
+    pool.install(|| {
+        // Warm-up: the weights into cache, the kernel's buffers allocated.
+        std::hint::black_box(mentor_policy::matmul_t(&x, &w)?);
+        let mut best = 0f64;
+        for _ in 0..3 {
+            let t = Instant::now();
+            for _ in 0..calls.max(1) {
+                std::hint::black_box(mentor_policy::matmul_t(&x, &w)?);
+            }
+            best = best.max(flops / t.elapsed().as_secs_f64() / 1e9);
+        }
+        Ok(best)
+    })
+}
+
 /// The machine's limits on `threads` threads.
-pub fn limits(threads: usize, sizes: &Sizes) -> Limits {
+pub fn limits(threads: usize, sizes: &Sizes) -> Result<Limits, mentor_policy::Error> {
     let fma_avx2_1t = fma_gflops(Isa::Avx2, 1, sizes.fma_iters).unwrap_or(0.0);
     let fma_avx2_all = fma_gflops(Isa::Avx2, threads, sizes.fma_iters).unwrap_or(0.0);
     let fma_avx512_1t = fma_gflops(Isa::Avx512, 1, sizes.fma_iters);
     let fma_avx512_all = fma_gflops(Isa::Avx512, threads, sizes.fma_iters);
     let peak_gflops = fma_avx2_all.max(fma_avx512_all.unwrap_or(0.0));
     let (read_gb_s, copy_gb_s) = bandwidth(threads, sizes.buffer_elems);
-    Limits {
+    Ok(Limits {
         threads,
         fma_avx2_1t,
         fma_avx2_all,
@@ -305,7 +366,10 @@ pub fn limits(threads: usize, sizes: &Sizes) -> Limits {
         peak_gflops,
         read_gb_s,
         copy_gb_s,
-    }
+        kernel_1t: kernel_gflops(1, sizes.kernel, sizes.kernel_calls)?,
+        kernel_all: kernel_gflops(threads, sizes.kernel, sizes.kernel_calls)?,
+        kernel_shape: sizes.kernel,
+    })
 }
 
 /// Matrix-product weights of the layers (per token) and of the LM head.
@@ -488,6 +552,18 @@ impl Report {
             l.read_gb_s,
             l.copy_gb_s
         );
+        let (m, k, n) = l.kernel_shape;
+        let peak_1t = l.fma_avx2_1t.max(l.fma_avx512_1t.unwrap_or(0.0)).max(f64::MIN_POSITIVE);
+        s.push_str(&format!(
+            "the small-batch product ({m} × {k} times {n} × {k} transposed, the same weights every call, so in \
+             cache): {:.1} GFLOP/s on 1 thread ({:.2} of the 1-thread FMA peak), {:.1} on {} ({:.2} of the \
+             peak). Decode's products read their weights from memory: these bound them from above.\n\n",
+            l.kernel_1t,
+            l.kernel_1t / peak_1t,
+            l.kernel_all,
+            l.threads,
+            l.kernel_all / l.peak_gflops.max(f64::MIN_POSITIVE)
+        ));
         s.push_str("| what | batch | tokens | seconds | tok/s | GFLOP/s | of peak | GB/s | of read bw |\n");
         s.push_str("|---|---|---|---|---|---|---|---|---|\n");
         for f in &self.figures {
