@@ -928,6 +928,33 @@ mod tests {
         );
     }
 
+    /// Sampling runs these kernels in place of candle's fused `rms_norm` and `rope` (they are
+    /// split over the pool and read strided input): the same bits as candle's (`rope` in both
+    /// dtypes, `rms_norm` in f32, the one candle's runs in), at decode's one position per row (where candle's run on one thread) and at a prompt's
+    /// several, up to 32 rows and beyond.
+    #[test]
+    fn rms_norm_and_rope_equal_candles_fused_ops_bit_for_bit() {
+        use crate::test_util::bits;
+        for dtype in [DType::F32, DType::F64] {
+            for (b, t) in [(32, 1), (3, 1), (40, 1), (2, 5)] {
+                let x = crate::test_util::tensor(&[b, t, 24], 12, 3.0, dtype);
+                let w = crate::test_util::tensor(&[24], 13, 1.5, dtype);
+                // candle's fused `rms_norm` has no f64 kernel.
+                if dtype == DType::F32 {
+                    let ours = rms_norm(&x, &w, 1e-5).unwrap();
+                    let theirs = candle_nn::ops::rms_norm(&x, &w, 1e-5).unwrap();
+                    assert_eq!(bits(&ours), bits(&theirs), "rms_norm {dtype:?} {b} x {t}");
+                }
+                let (h, hd) = (3, 8);
+                let x = crate::test_util::tensor(&[b, t, h, hd], 14, 2.0, dtype).transpose(1, 2).unwrap();
+                let (cos, sin) = cos_sin(b, t, hd, dtype);
+                let ours = rope(&x, &cos, &sin).unwrap();
+                let theirs = candle_nn::rotary_emb::rope(&x.contiguous().unwrap(), &cos, &sin).unwrap();
+                assert_eq!(bits(&ours), bits(&theirs), "rope {dtype:?} {b} x {t}");
+            }
+        }
+    }
+
     #[test]
     fn swiglu_matches_composite_forward_and_backward() {
         // More elements than one rayon chunk, so chunk offsets are exercised.

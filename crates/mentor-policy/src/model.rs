@@ -254,8 +254,10 @@ impl Model {
     /// RMSNorm; `fast`: the differentiable path on [`crate::kernels`] (else composite ops).
     fn rms(&self, x: &Tensor, w: &Tensor, k: Kernels, fast: bool) -> Result<Tensor> {
         let eps = self.cfg.rms_norm_eps as f32;
-        // The fixed-order mode keeps sampling on the crate's kernels too (`crate::paths`).
-        let ours = crate::paths::deterministic() && kernels::supported(x);
+        // Sampling takes the crate's kernel wherever it runs: the same sums in the same order
+        // as candle's `rms_norm`, so the same bits, but split over the pool (candle's runs on
+        // one thread up to 32 rows: every decode step at batch 32 or less).
+        let ours = kernels::supported(x);
         Ok(match k {
             Kernels::Fused if ours => kernels::rms_norm(x, w, eps)?,
             Kernels::Fused => candle_nn::ops::rms_norm(&x.contiguous()?, w, eps)?,
@@ -265,8 +267,13 @@ impl Model {
     }
 
     /// `x`: `[B, H, T, hd]`; `cos`/`sin`: `[B, T, hd/2]`. HF rotate-half layout.
+    ///
+    /// Sampling takes the crate's kernel wherever it runs: the same products and sums as
+    /// candle's `rope`, so the same bits, but split over the pool and read through `x`'s
+    /// strides. candle's runs on one thread when `T` = 1 (every decode step) and needs a
+    /// contiguous copy of `x` first.
     fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, k: Kernels, fast: bool) -> Result<Tensor> {
-        let ours = crate::paths::deterministic() && kernels::supported(x);
+        let ours = kernels::supported(x);
         Ok(match k {
             Kernels::Fused if ours => kernels::rope(x, cos, sin)?,
             Kernels::Fused => candle_nn::rotary_emb::rope(&x.contiguous()?, cos, sin)?,
