@@ -308,8 +308,7 @@ impl CustomOp2 for MatmulT {
         }
         let x = contiguous::<f32>(s1, l1, "matmul_t")?;
         let w = contiguous::<f32>(s2, l2, "matmul_t")?;
-        let mut dst = vec![0f32; m * n];
-        simd::matmul_t(x, w, &mut dst, m, n, k)?;
+        let dst = simd::matmul_t_vec(x, w, m, n, k)?;
         Ok((CpuStorage::F32(dst), Shape::from(out)))
     }
 
@@ -408,6 +407,43 @@ mod simd {
             });
             return Ok(());
         }
+        // SAFETY: AVX2 and FMA were checked just above; the sizes were checked against `dst`.
+        unsafe { tiles(x, w, dst.as_mut_ptr(), m, n, k, wide) };
+        Ok(())
+    }
+
+    /// [`matmul_t`] into a new buffer: on the kernel's path the buffer is not zeroed first
+    /// (the tiles write each of its `m * n` outputs exactly once), which saved a serial pass
+    /// over every output of a decode step (the head's alone is `rows × vocab` floats).
+    pub fn matmul_t_vec(x: &[f32], w: &[f32], m: usize, n: usize, k: usize) -> candle_core::Result<Vec<f32>> {
+        let len = m * n;
+        if x.len() != m * k || w.len() != n * k {
+            bail!("matmul_t: buffer sizes do not match [{m}, {k}] x [{n}, {k}]ᵀ");
+        }
+        if !available() || len == 0 {
+            let mut dst = vec![0f32; len];
+            matmul_t(x, w, &mut dst, m, n, k)?;
+            return Ok(dst);
+        }
+        let mut dst: Vec<f32> = Vec::with_capacity(len);
+        // SAFETY: AVX2 and FMA were checked; `x` and `w` hold `m * k` and `n * k` elements and
+        // `dst` has room for `m * n`. `tiles` writes every one of them before `set_len` (each
+        // output belongs to exactly one tile of exactly one task); were it to unwind, `dst`
+        // would be dropped empty.
+        unsafe {
+            tiles(x, w, dst.as_mut_ptr(), m, n, k, crate::lanes::avx512());
+            dst.set_len(len);
+        }
+        Ok(dst)
+    }
+
+    /// The AVX2 / AVX-512 tiles of [`matmul_t_on`] over all of `dst` `[m, n]` (`m`, `n` > 0).
+    ///
+    /// # Safety
+    /// AVX2 and FMA must be available; `x` holds `m * k` and `w` `n * k` elements, `dst` has
+    /// room for `m * n` (it may be uninitialised: every element is written, none read).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tiles(x: &[f32], w: &[f32], dst: *mut f32, m: usize, n: usize, k: usize, wide: bool) {
         let threads = rayon::current_num_threads();
         // Enough columns per task that each streams a few weight rows (and a multiple of both
         // tile widths, so only the last task has a ragged tile).
@@ -419,12 +455,14 @@ mod simd {
         // on a thread that steals work while it waits, finds it empty and packs into its own).
         let mut buffer = PACKED.with(std::cell::Cell::take);
         let packed = pack_pairs(x, m8, k, &mut buffer);
-        let out = SendPtr(dst.as_mut_ptr());
+        let out = SendPtr(dst);
         let run = |n0: usize| {
             let n1 = (n0 + chunk).min(n);
-            // SAFETY: AVX2 and FMA were checked above, AVX-512 F and DQ where `m8 > 0`; the
-            // slices hold `m * k`, `n * k` and `m * n` elements and `packed` the first `m8`
-            // rows of `x` in pairs; tasks write disjoint columns `n0..n1` of `dst`.
+            // SAFETY: AVX2 and FMA are available (the caller's contract), AVX-512 F and DQ
+            // where `m8 > 0`; `x` and `w` hold `m * k` and `n * k` elements, `dst` room for
+            // `m * n`, and `packed` the first `m8` rows of `x` in pairs; tasks write disjoint
+            // columns `n0..n1` of `dst`, the AVX-512 tiles rows `..m8` and the AVX2 tiles the
+            // rest.
             #[cfg(target_arch = "x86_64")]
             unsafe {
                 if m8 > 0 {
@@ -455,7 +493,6 @@ mod simd {
         if buffer.len() <= PACKED_KEPT {
             PACKED.with(|b| b.set(buffer));
         }
-        Ok(())
     }
 
     /// `batches` independent products `a_b · w_bᵀ` (`[m, k]` · `[n, k]ᵀ`), split over rayon's
@@ -1201,16 +1238,21 @@ mod tests {
             if !simd::available() {
                 continue;
             }
-            let mut avx2 = vec![0f32; m * n];
+            // NaN-filled outputs: an output no tile writes would keep its NaN (the op's buffer,
+            // below, is not initialised at all).
+            let mut avx2 = vec![f32::NAN; m * n];
             simd::matmul_t_on(&x, &w, &mut avx2, m, n, k, false).unwrap();
             assert_eq!(bits(&portable), bits(&avx2), "[{m}, {n}, {k}]: portable vs AVX2");
             if crate::paths::detected_avx512() {
-                let mut avx512 = vec![0f32; m * n];
+                let mut avx512 = vec![f32::NAN; m * n];
                 simd::matmul_t_on(&x, &w, &mut avx512, m, n, k, true).unwrap();
                 assert_eq!(bits(&portable), bits(&avx512), "[{m}, {n}, {k}]: portable vs AVX-512");
             } else {
                 eprintln!("this CPU lacks AVX-512 F/DQ: the AVX-512 tile is not compared");
             }
+            // Into a new buffer that is not zeroed first, as the op computes.
+            let fresh = simd::matmul_t_vec(&x, &w, m, n, k).unwrap();
+            assert_eq!(bits(&portable), bits(&fresh), "[{m}, {n}, {k}]: into a new buffer");
             // The last row alone, and the whole product on one thread.
             let mut last = vec![0f32; n];
             simd::matmul_t(&x[(m - 1) * k..], &w, &mut last, 1, n, k).unwrap();
