@@ -426,9 +426,9 @@ mod unzeroed {
         let mut dst: Vec<f32> = Vec::with_capacity(len);
         // SAFETY: both operands lie inside their slices (checked above) and `dst` has room for
         // `m * n` row-major outputs. With `read_dst` false gemm sets alpha to zero and writes
-        // every output without reading it (candle's own call, below, passes a zeroed buffer
-        // that gemm never reads either), so `dst` is initialised before `set_len`; were gemm
-        // to unwind, `dst` would be dropped empty.
+        // every output without reading it (the zeroed buffer candle passes is never read
+        // either), so `dst` is initialised before `set_len`; were gemm to unwind, `dst` would
+        // be dropped empty.
         unsafe {
             gemm::gemm(
                 m,
