@@ -41,8 +41,10 @@ pub struct GenerateConfig {
     pub stop_strings: Vec<String>,
     /// RNG seed: the same seed, prompts and model give the same output.
     pub seed: u64,
-    /// Prefill the prompts' common first tokens and each distinct prompt only once (see the
-    /// [module docs](self)). Same results up to float rounding; off runs every row in full.
+    /// Prefill the prompts' common first tokens and each distinct prompt only once (a GRPO
+    /// step repeats each prompt once per sample of its group), then copy the cache out to
+    /// every row: a token's keys and values depend only on the tokens before it. Same results
+    /// up to float rounding; off runs every row in full.
     pub share_prefix: bool,
 }
 
@@ -133,7 +135,7 @@ pub struct Generation {
     /// Log-probability of each generated token under the distribution it was drawn from: the
     /// temperature-scaled softmax, restricted to the tokens top-k/top-p kept and renormalised
     /// (the whole vocabulary when neither cuts; at temperature 1 for greedy decoding). See
-    /// [`crate::sampling`]. Same length as `token_ids`.
+    /// [`Sampler::sample`]. Same length as `token_ids`.
     pub logprobs: Vec<f32>,
 }
 

@@ -59,7 +59,9 @@ impl Sampler {
     }
 
     /// Picks a token from `logits`; returns `(token, log-prob)`, the log-prob under the
-    /// distribution the token was drawn from (see the [module docs](self)).
+    /// distribution the token was drawn from: the softmax of `logits / temperature` over the
+    /// tokens top-k and then top-p kept, renormalised (for greedy decoding, the argmax's
+    /// log-prob under the softmax at temperature 1).
     pub fn sample(&self, logits: &[f32], rng: &mut impl Rng) -> Result<(u32, f32)> {
         self.prepare(logits)?.draw(logits, rng)
     }
