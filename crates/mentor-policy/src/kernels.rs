@@ -930,8 +930,8 @@ mod tests {
 
     /// Sampling runs these kernels in place of candle's fused `rms_norm` and `rope` (they are
     /// split over the pool and read strided input): the same bits as candle's (`rope` in both
-    /// dtypes, `rms_norm` in f32, the one candle's runs in), at decode's one position per row (where candle's run on one thread) and at a prompt's
-    /// several, up to 32 rows and beyond.
+    /// dtypes, `rms_norm` in f32, the one candle's runs in), at decode's one position per row
+    /// (where candle's run on one thread) and at a prompt's several, up to 32 rows and beyond.
     #[test]
     fn rms_norm_and_rope_equal_candles_fused_ops_bit_for_bit() {
         use crate::test_util::bits;

@@ -297,25 +297,16 @@ impl CustomOp2 for MatmulT {
         }
         let m = l1.shape().elem_count() / k.max(1);
         let out = out_dims(dims, n);
-        if !crate::paths::deterministic() && m > SMALL_M {
-            // candle's gemm on the same buffers, `w` read through a transposed layout.
-            if !(l1.is_contiguous() && l2.is_contiguous()) {
-                bail!("matmul_t: operands must be contiguous");
-            }
-            if let (CpuStorage::F32(_), CpuStorage::F32(_)) = (s1, s2) {
-                let x = contiguous::<f32>(s1, l1, "matmul_t")?;
-                let w = contiguous::<f32>(s2, l2, "matmul_t")?;
-                // `x` `[m, k]` row-major, `wᵀ` `[k, n]` read through `w`'s rows.
-                let (lhs, rhs) = (unzeroed::View::new(x, k, 1), unzeroed::View::new(w, 1, k));
-                return Ok((CpuStorage::F32(unzeroed::gemm(lhs, rhs, m, n, k)?), Shape::from(out)));
-            }
-            let xl = Layout::contiguous_with_offset((m, k), l1.start_offset());
-            let wl = Layout::contiguous_with_offset((n, k), l2.start_offset()).transpose(0, 1)?;
-            return Ok((s1.matmul(s2, (1, m, n, k), &xl, &wl)?, Shape::from(out)));
-        }
+        // Every caller hands this op f32 CPU storages (`supported`, `linear_storage`).
         let x = contiguous::<f32>(s1, l1, "matmul_t")?;
         let w = contiguous::<f32>(s2, l2, "matmul_t")?;
-        let dst = simd::matmul_t_vec(x, w, m, n, k)?;
+        let dst = if !crate::paths::deterministic() && m > SMALL_M {
+            // candle's gemm call on the same buffers: `x` `[m, k]` row-major, `wᵀ` `[k, n]`
+            // read through `w`'s rows.
+            unzeroed::gemm(unzeroed::View::new(x, k, 1), unzeroed::View::new(w, 1, k), m, n, k)?
+        } else {
+            simd::matmul_t_vec(x, w, m, n, k)?
+        };
         Ok((CpuStorage::F32(dst), Shape::from(out)))
     }
 
