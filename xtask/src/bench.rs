@@ -26,9 +26,10 @@ pub enum Target {
     Step,
     /// The machine's limits against the policy: FMA GFLOP/s (1 and all threads, AVX2 and
     /// AVX-512), read/copy bandwidth, the crate's small-batch product on weights in cache (1
-    /// and all threads), then SmolLM2 decode at batch 1, 8, 32, 64, prefill of
-    /// 32 x 128 and the update's forward + backward on 32 x 128, as fractions of those limits,
-    /// and the update's matrix products alone (same FLOPs, same matmul library); the last line is `peak_gflops= decode32_frac= prefill_frac= update_frac=
+    /// thread, all threads splitting each product, all threads each on its own), then SmolLM2
+    /// decode at batch 1, 8, 32, 64, prefill of 32 x 128 and the update's forward + backward
+    /// on 32 x 128, as fractions of those limits, and the matrix products alone of decode at
+    /// batch 32 and of the update (same FLOPs, same kernels); the last line is `peak_gflops= decode32_frac= prefill_frac= update_frac=
     /// decode1_bw_frac=`. Flags: `--threads` (default 2), `--json`. Dev profile (as fast as
     /// release for the policy; shares the test build).
     Peak,

@@ -4,9 +4,11 @@
 //! that stay in cache, on one thread and on all), then SmolLM2-135M-Instruct in f32: decode tok/s at batch 1, 8,
 //! 32 and 64, prefill of 32 × 128-token prompts, and the update's forward + backward on
 //! 32 × 128 tokens, each as GFLOP/s and as a fraction of the measured peak (batch-1 decode also
-//! as GB/s against the read bandwidth); then the update's matrix products alone, on the same
-//! matmul library and with the same FLOPs, so the table shows how much of the update is
-//! spent outside them. The FLOP model and bandwidth convention are in `measure.rs`.
+//! as GB/s against the read bandwidth); then the matrix products alone, with the same FLOPs
+//! and on the kernel each path runs them on: decode's at batch 32 (the crate's kernel; a
+//! bound decode's fraction cannot pass on this machine) and the update's (gemm), so the table
+//! shows how much of each is spent outside them. The FLOP model and bandwidth convention are
+//! in `measure.rs`.
 //!
 //! Run: `cargo run -p mentor-policy --example peak [-- --threads 2 --json --tiny]` (the dev
 //! profile: the policy and its dependencies are optimised there, as fast as a release build).

@@ -12,6 +12,12 @@
 //! per input token and `6 × W_head` per scored completion token (backward = two products of
 //! the forward's size).
 //!
+//! **Decode's products alone** (`decode products`, batch 32): the same FLOPs as decode at
+//! that batch, timed as bare products on the crate's kernel (as decode runs them), with every
+//! weight matrix a separate tensor as in the model, so that they come from memory. Decode does
+//! these products and more, so their fraction of the peak bounds `decode32_frac` from above
+//! while the machine runs as it did in that minute (timed right after that batch's decode).
+//!
 //! **The update's products alone** (`products`): the same FLOPs as the update, timed as bare
 //! matrix products on the library the update runs them on (candle's matmul), without the rest
 //! of the update (attention, element-wise ops, autograd's buffers). Its fraction is what the
@@ -21,9 +27,12 @@
 //! **The small-batch kernel on weights in cache** (`kernel_1t`, `kernel_all` of the limits):
 //! the crate's own product ([`mentor_policy::matmul_t`], which every decode step runs) at 32 ×
 //! 576 times 384 × 576 transposed, on the same weights every call, so that they stay in a
-//! core's L2. Decode's products also wait for memory, so these bound them from above. Where
-//! a machine's threads share more than the FMA loop shows (a host core's caches, other
-//! tenants), the all-threads figure falls short of the FMA peak and shows by how much.
+//! core's L2. Decode's products also wait for memory, so these bound them from above.
+//! `kernel_apart` runs the same loop on every thread at once, each on its own operands and
+//! its own products (nothing split, nothing to wait for): where it reaches about `threads ×
+//! kernel_1t` and `kernel_all` does not, the threads lose in splitting one product between
+//! them; where it falls short too, they share something the FMA loop does not use (a host
+//! core's caches, other tenants).
 //!
 //! **Bandwidth convention.** `read_gb_s` is a read-only pass (a sum) over a buffer far larger
 //! than the caches, on all threads: what batch-1 decode, which reads every weight once per
@@ -72,6 +81,9 @@ pub struct Limits {
     pub kernel_1t: f64,
     /// The same on all threads.
     pub kernel_all: f64,
+    /// The kernel on all threads at once, each running its own products on its own operands
+    /// (one product per thread, not one product split among them): their GFLOP/s together.
+    pub kernel_apart: f64,
     /// `(M, K, N)` of the kernel figures.
     pub kernel_shape: (usize, usize, usize),
 }
@@ -327,12 +339,8 @@ pub fn kernel_gflops(
         .num_threads(threads.max(1))
         .build()
         .map_err(|e| candle_core::Error::Msg(format!("kernel figure: no thread pool: {e}")))?;
-    let values = |len: usize, seed: usize| -> Vec<f32> {
-        (0..len).map(|i| ((i * 7919 + seed) % 251) as f32 / 251.0 - 0.5).collect()
-    };
-    let dev = candle_core::Device::Cpu;
-    let x = candle_core::Tensor::from_vec(values(m * k, 1), (m, k), &dev)?;
-    let w = candle_core::Tensor::from_vec(values(n * k, 2), (n, k), &dev)?;
+    let x = pattern((m, k), 1)?;
+    let w = pattern((n, k), 2)?;
     let flops = 2.0 * (m * n * k * calls.max(1)) as f64;
     pool.install(|| {
         // Warm-up: the weights into cache, the kernel's buffers allocated.
@@ -349,6 +357,78 @@ pub fn kernel_gflops(
     })
 }
 
+/// GFLOP/s of `threads` threads together, each running [`mentor_policy::matmul_t`] on its own
+/// operands at `(m, k, n)` on its own one-thread pool, all started at once (`calls` products
+/// each per round, the round timed from the common start to the last thread's end); best of
+/// three rounds.
+pub fn kernel_apart_gflops(
+    threads: usize,
+    (m, k, n): (usize, usize, usize),
+    calls: usize,
+) -> Result<f64, mentor_policy::Error> {
+    let threads = threads.max(1);
+    let calls = calls.max(1);
+    const ROUNDS: usize = 3;
+    // Every round starts and ends on the barrier; the main thread takes the time between.
+    let barrier = std::sync::Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|i| {
+                let barrier = &barrier;
+                s.spawn(move || -> Result<(), mentor_policy::Error> {
+                    let ready = (|| {
+                        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().map_err(|e| {
+                            candle_core::Error::Msg(format!("kernel figure: no thread pool: {e}"))
+                        })?;
+                        let x = pattern((m, k), 2 * i + 1)?;
+                        let w = pattern((n, k), 2 * i + 2)?;
+                        // Warm-up: the weights into this core's cache, the buffers allocated.
+                        pool.install(|| mentor_policy::matmul_t(&x, &w))?;
+                        Ok::<_, mentor_policy::Error>((pool, x, w))
+                    })();
+                    let mut failed = None;
+                    for _ in 0..ROUNDS {
+                        barrier.wait();
+                        if let Ok((pool, x, w)) = &ready {
+                            if let Err(e) = pool.install(|| -> Result<(), candle_core::Error> {
+                                for _ in 0..calls {
+                                    std::hint::black_box(mentor_policy::matmul_t(x, w)?);
+                                }
+                                Ok(())
+                            }) {
+                                failed = Some(e.into());
+                            }
+                        }
+                        barrier.wait();
+                    }
+                    match (ready, failed) {
+                        (Err(e), _) | (Ok(_), Some(e)) => Err(e),
+                        _ => Ok(()),
+                    }
+                })
+            })
+            .collect();
+        let mut best = 0f64;
+        for _ in 0..ROUNDS {
+            barrier.wait();
+            let t = Instant::now();
+            barrier.wait();
+            best = best.max(2.0 * (m * n * k * calls * threads) as f64 / t.elapsed().as_secs_f64() / 1e9);
+        }
+        for w in workers {
+            w.join().map_err(|_| candle_core::Error::Msg("kernel figure: a thread panicked".into()))??;
+        }
+        Ok(best)
+    })
+}
+
+/// A `[rows, cols]` f32 tensor of values in [-0.5, 0.5) that differ with `seed` (written, so
+/// every page is real memory, unlike a zeroed allocation).
+fn pattern((rows, cols): (usize, usize), seed: usize) -> Result<candle_core::Tensor, mentor_policy::Error> {
+    let values: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919 + seed) % 251) as f32 / 251.0 - 0.5).collect();
+    Ok(candle_core::Tensor::from_vec(values, (rows, cols), &candle_core::Device::Cpu)?)
+}
+
 /// The machine's limits on `threads` threads.
 pub fn limits(threads: usize, sizes: &Sizes) -> Result<Limits, mentor_policy::Error> {
     let fma_avx2_1t = fma_gflops(Isa::Avx2, 1, sizes.fma_iters).unwrap_or(0.0);
@@ -357,6 +437,14 @@ pub fn limits(threads: usize, sizes: &Sizes) -> Result<Limits, mentor_policy::Er
     let fma_avx512_all = fma_gflops(Isa::Avx512, threads, sizes.fma_iters);
     let peak_gflops = fma_avx2_all.max(fma_avx512_all.unwrap_or(0.0));
     let (read_gb_s, copy_gb_s) = bandwidth(threads, sizes.buffer_elems);
+    // The three kernel figures in turns, twice, the best of each kept: other tenants' load,
+    // which moves within a minute, then weighs on all three alike.
+    let (mut kernel_1t, mut kernel_all, mut kernel_apart) = (0f64, 0f64, 0f64);
+    for _ in 0..2 {
+        kernel_1t = kernel_1t.max(kernel_gflops(1, sizes.kernel, sizes.kernel_calls)?);
+        kernel_all = kernel_all.max(kernel_gflops(threads, sizes.kernel, sizes.kernel_calls)?);
+        kernel_apart = kernel_apart.max(kernel_apart_gflops(threads, sizes.kernel, sizes.kernel_calls)?);
+    }
     Ok(Limits {
         threads,
         fma_avx2_1t,
@@ -366,8 +454,9 @@ pub fn limits(threads: usize, sizes: &Sizes) -> Result<Limits, mentor_policy::Er
         peak_gflops,
         read_gb_s,
         copy_gb_s,
-        kernel_1t: kernel_gflops(1, sizes.kernel, sizes.kernel_calls)?,
-        kernel_all: kernel_gflops(threads, sizes.kernel, sizes.kernel_calls)?,
+        kernel_1t,
+        kernel_all,
+        kernel_apart,
         kernel_shape: sizes.kernel,
     })
 }
@@ -418,6 +507,7 @@ pub fn measure(policy: &Policy, limits: Limits, sizes: &Sizes) -> Result<Report,
     let params = policy.num_params();
     let peak = limits.peak_gflops.max(f64::MIN_POSITIVE);
     let mut figures = Vec::new();
+    let mut products_figure = None;
     for &b in &sizes.decode_batches {
         let ps = prompts(policy, b, 16);
         generate(policy, &ps, 2)?; // warm-up: first touch of the buffers
@@ -444,7 +534,17 @@ pub fn measure(policy: &Policy, limits: Limits, sizes: &Sizes) -> Result<Report,
             gb_s: Some(gb_s),
             bw_frac: Some(gb_s / limits.read_gb_s.max(f64::MIN_POSITIVE)),
         });
+        // Decode's products alone at the batch of the summary line, on the same kernel and
+        // FLOPs, right after that batch's decode (the box's speed moves within minutes).
+        if b == DECODE_PRODUCTS_BATCH {
+            let steps = sizes.new_tokens.saturating_sub(1).max(1);
+            let seconds = mentor_policy::on_pool(|| decode_products(policy, b, steps))?;
+            let tokens = b * steps;
+            let flops = 2.0 * ((wl + wh) * tokens) as f64;
+            products_figure = Some(compute("decode products", b, tokens, seconds, flops, peak));
+        }
     }
+    figures.extend(products_figure);
     let (rows, len) = sizes.prefill;
     let ps = prompts(policy, rows, len);
     generate(policy, &ps, 1)?;
@@ -492,6 +592,46 @@ fn compute(what: &str, rows: usize, tokens: usize, seconds: f64, flops: f64, pea
         gb_s: None,
         bw_frac: None,
     }
+}
+
+/// The decode batch whose products alone are timed (`decode products`): the summary line's.
+pub const DECODE_PRODUCTS_BATCH: usize = 32;
+
+/// Seconds of decode's matrix products alone for `steps` tokens at `rows` rows: per token,
+/// [`mentor_policy::matmul_t`] (the kernel decode runs them on) of `rows` × `K` inputs times
+/// every layer's q, k, v, o, gate, up and down matrices and the LM head, each a separate
+/// `[N, K]` tensor as in the model (about 4 bytes × parameters, so read from memory, not
+/// cache, as decode reads them). No attention, norms, sampling or KV cache: decode at `rows`
+/// does these products and more, so their fraction of the peak bounds decode's from above on
+/// this machine as it runs now. Best of two timed runs after one untimed.
+fn decode_products(policy: &Policy, rows: usize, steps: usize) -> Result<f64, mentor_policy::Error> {
+    let c = policy.config();
+    let mut shapes: Vec<(usize, usize)> =
+        (0..c.num_hidden_layers).flat_map(|_| layer_matrices(policy)).collect();
+    shapes.push((c.vocab_size, c.hidden_size));
+    let weights = shapes.iter().enumerate().map(|(i, &s)| pattern(s, i)).collect::<Result<Vec<_>, _>>()?;
+    // One input per distinct `K` (a tensor clone shares its storage).
+    let mut inputs: Vec<(usize, candle_core::Tensor)> = Vec::new();
+    for &(_, k) in &shapes {
+        if !inputs.iter().any(|(ik, _)| *ik == k) {
+            inputs.push((k, pattern((rows, k), k)?));
+        }
+    }
+    let xs: Vec<candle_core::Tensor> = shapes
+        .iter()
+        .flat_map(|&(_, k)| inputs.iter().find(|(ik, _)| *ik == k).map(|(_, x)| x.clone()))
+        .collect();
+    let once = || -> Result<f64, mentor_policy::Error> {
+        let t = Instant::now();
+        for _ in 0..steps {
+            for (x, w) in xs.iter().zip(&weights) {
+                std::hint::black_box(mentor_policy::matmul_t(x, w)?);
+            }
+        }
+        Ok(t.elapsed().as_secs_f64())
+    };
+    once()?;
+    Ok(once()?.min(once()?))
 }
 
 /// Seconds of the update's matrix products alone, on candle's matmul (the `gemm` crate, which
@@ -557,12 +697,18 @@ impl Report {
         s.push_str(&format!(
             "the small-batch product ({m} × {k} times {n} × {k} transposed, the same weights every call, so in \
              cache): {:.1} GFLOP/s on 1 thread ({:.2} of the 1-thread FMA peak), {:.1} on {} ({:.2} of the \
-             peak). Decode's products read their weights from memory: these bound them from above.\n\n",
+             peak). Decode's products read their weights from memory: these bound them from above. The \
+             {} threads each running their own products at once, nothing split: {:.1} GFLOP/s together \
+             ({:.2}x one thread's, against {:.2}x when they split each product).\n\n",
             l.kernel_1t,
             l.kernel_1t / peak_1t,
             l.kernel_all,
             l.threads,
-            l.kernel_all / l.peak_gflops.max(f64::MIN_POSITIVE)
+            l.kernel_all / l.peak_gflops.max(f64::MIN_POSITIVE),
+            l.threads,
+            l.kernel_apart,
+            l.kernel_apart / l.kernel_1t.max(f64::MIN_POSITIVE),
+            l.kernel_all / l.kernel_1t.max(f64::MIN_POSITIVE),
         ));
         s.push_str("| what | batch | tokens | seconds | tok/s | GFLOP/s | of peak | GB/s | of read bw |\n");
         s.push_str("|---|---|---|---|---|---|---|---|---|\n");
@@ -578,6 +724,22 @@ impl Report {
                 f.frac,
                 opt(f.gb_s),
                 f.bw_frac.map_or("–".to_string(), |v| format!("{v:.2}"))
+            ));
+        }
+        if let (Some(d), Some(p)) =
+            (self.figure("decode", Some(DECODE_PRODUCTS_BATCH)), self.figure("decode products", None))
+        {
+            s.push_str(&format!(
+                "\nDecode's matrix products alone at batch {} reach {:.2} of the peak (timed right after decode at \
+                 that batch, which reached {:.2}): decode cannot go above them while the products run at that \
+                 speed. At these speeds they take {:.1} of its {:.1} ms per step ({:.0}%); the rest is \
+                 attention, norms, sampling and the KV cache.\n",
+                p.batch,
+                p.frac,
+                d.frac,
+                1e3 * p.batch as f64 / p.tok_s.max(f64::MIN_POSITIVE),
+                1e3 * d.batch as f64 / d.tok_s.max(f64::MIN_POSITIVE),
+                100.0 * d.tok_s / p.tok_s.max(f64::MIN_POSITIVE),
             ));
         }
         if let (Some(u), Some(p)) = (self.figure("update", None), self.figure("products", None)) {
