@@ -610,22 +610,19 @@ fn decode_products(policy: &Policy, rows: usize, steps: usize) -> Result<f64, me
         (0..c.num_hidden_layers).flat_map(|_| layer_matrices(policy)).collect();
     shapes.push((c.vocab_size, c.hidden_size));
     let weights = shapes.iter().enumerate().map(|(i, &s)| pattern(s, i)).collect::<Result<Vec<_>, _>>()?;
-    // One input per distinct `K` (a tensor clone shares its storage).
-    let mut inputs: Vec<(usize, candle_core::Tensor)> = Vec::new();
+    // One input per distinct `K`, in cache as decode's (each product's input is the output
+    // of the op before it).
+    let mut inputs = std::collections::BTreeMap::new();
     for &(_, k) in &shapes {
-        if !inputs.iter().any(|(ik, _)| *ik == k) {
-            inputs.push((k, pattern((rows, k), k)?));
+        if let std::collections::btree_map::Entry::Vacant(e) = inputs.entry(k) {
+            e.insert(pattern((rows, k), k)?);
         }
     }
-    let xs: Vec<candle_core::Tensor> = shapes
-        .iter()
-        .flat_map(|&(_, k)| inputs.iter().find(|(ik, _)| *ik == k).map(|(_, x)| x.clone()))
-        .collect();
     let once = || -> Result<f64, mentor_policy::Error> {
         let t = Instant::now();
         for _ in 0..steps {
-            for (x, w) in xs.iter().zip(&weights) {
-                std::hint::black_box(mentor_policy::matmul_t(x, w)?);
+            for (w, (_, k)) in weights.iter().zip(&shapes) {
+                std::hint::black_box(mentor_policy::matmul_t(&inputs[k], w)?);
             }
         }
         Ok(t.elapsed().as_secs_f64())
