@@ -221,18 +221,17 @@ impl Tempered {
 fn largest(logits: &[f32]) -> Option<f32> {
     let mut lanes = [f32::NEG_INFINITY; 8];
     let mut nan = false;
-    let chunks = logits.chunks_exact(8);
-    let tail = chunks.remainder();
-    for chunk in chunks {
+    // Element `i` into lane `i % 8`: whole chunks of 8 (which vectorise), then the tail.
+    let mut take = |chunk: &[f32]| {
         for (lane, &v) in lanes.iter_mut().zip(chunk) {
             nan |= v.is_nan();
             *lane = if v > *lane { v } else { *lane };
         }
-    }
-    for (lane, &v) in lanes.iter_mut().zip(tail) {
-        nan |= v.is_nan();
-        *lane = if v > *lane { v } else { *lane };
-    }
+    };
+    let chunks = logits.chunks_exact(8);
+    let tail = chunks.remainder();
+    chunks.for_each(&mut take);
+    take(tail);
     if nan {
         return None;
     }

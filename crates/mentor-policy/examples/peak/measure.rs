@@ -335,25 +335,41 @@ pub fn kernel_gflops(
     (m, k, n): (usize, usize, usize),
     calls: usize,
 ) -> Result<f64, mentor_policy::Error> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .build()
-        .map_err(|e| candle_core::Error::Msg(format!("kernel figure: no thread pool: {e}")))?;
+    let pool = kernel_pool(threads)?;
     let x = pattern((m, k), 1)?;
     let w = pattern((n, k), 2)?;
     let flops = 2.0 * (m * n * k * calls.max(1)) as f64;
+    // Warm-up: the weights into cache, the kernel's buffers allocated.
+    kernel_calls(&pool, &x, &w, 1)?;
+    let mut best = 0f64;
+    for _ in 0..3 {
+        let t = Instant::now();
+        kernel_calls(&pool, &x, &w, calls)?;
+        best = best.max(flops / t.elapsed().as_secs_f64() / 1e9);
+    }
+    Ok(best)
+}
+
+/// A pool of `threads` threads for the kernel figures.
+fn kernel_pool(threads: usize) -> Result<rayon::ThreadPool, mentor_policy::Error> {
+    Ok(rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| candle_core::Error::Msg(format!("kernel figure: no thread pool: {e}")))?)
+}
+
+/// `calls` (at least one) products `x · wᵀ` of [`mentor_policy::matmul_t`] on `pool`.
+fn kernel_calls(
+    pool: &rayon::ThreadPool,
+    x: &candle_core::Tensor,
+    w: &candle_core::Tensor,
+    calls: usize,
+) -> Result<(), mentor_policy::Error> {
     pool.install(|| {
-        // Warm-up: the weights into cache, the kernel's buffers allocated.
-        std::hint::black_box(mentor_policy::matmul_t(&x, &w)?);
-        let mut best = 0f64;
-        for _ in 0..3 {
-            let t = Instant::now();
-            for _ in 0..calls.max(1) {
-                std::hint::black_box(mentor_policy::matmul_t(&x, &w)?);
-            }
-            best = best.max(flops / t.elapsed().as_secs_f64() / 1e9);
+        for _ in 0..calls.max(1) {
+            std::hint::black_box(mentor_policy::matmul_t(x, w)?);
         }
-        Ok(best)
+        Ok(())
     })
 }
 
@@ -377,26 +393,20 @@ pub fn kernel_apart_gflops(
                 let barrier = &barrier;
                 s.spawn(move || -> Result<(), mentor_policy::Error> {
                     let ready = (|| {
-                        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().map_err(|e| {
-                            candle_core::Error::Msg(format!("kernel figure: no thread pool: {e}"))
-                        })?;
+                        let pool = kernel_pool(1)?;
                         let x = pattern((m, k), 2 * i + 1)?;
                         let w = pattern((n, k), 2 * i + 2)?;
                         // Warm-up: the weights into this core's cache, the buffers allocated.
-                        pool.install(|| mentor_policy::matmul_t(&x, &w))?;
+                        kernel_calls(&pool, &x, &w, 1)?;
                         Ok::<_, mentor_policy::Error>((pool, x, w))
                     })();
+                    // On every round's barriers whatever fails, so that no thread waits alone.
                     let mut failed = None;
                     for _ in 0..ROUNDS {
                         barrier.wait();
                         if let Ok((pool, x, w)) = &ready {
-                            if let Err(e) = pool.install(|| -> Result<(), candle_core::Error> {
-                                for _ in 0..calls {
-                                    std::hint::black_box(mentor_policy::matmul_t(x, w)?);
-                                }
-                                Ok(())
-                            }) {
-                                failed = Some(e.into());
+                            if let Err(e) = kernel_calls(pool, x, w, calls) {
+                                failed = Some(e);
                             }
                         }
                         barrier.wait();
