@@ -4,6 +4,8 @@
 //! Input lines are a dataset's record plus a `completion` field:
 //! * `humaneval`: `{"task_id", "prompt", "test", "entry_point", "completion", ...}`
 //! * `mbpp`: `{"task_id", "test_list", "completion", "test_setup_code"?, "test_imports"?, ...}`
+//!
+//! The task fields are read by [`crate::record::TaskRecord`], as the Python bindings read them.
 //! * `stdio`: `{"id", "completion", "tests": [{"input", "output"}]}`
 //!
 //! Output lines are `{"id", "passed", "reward", "feedback"}`, where `id` is the record's `id`
@@ -14,33 +16,13 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 
-use mentor_core::{CodeHarness, CodePayload, Feedback, IoCase, Payload, Task, TaskMeta, Verdict, Verifier};
+use mentor_core::{CodePayload, Feedback, Payload, Task, TaskMeta, Verdict, Verifier};
 use serde_json::{json, Map, Value};
 
+use crate::record::TaskRecord;
 use crate::{CodeVerifier, Error, Result};
 
-/// The record schema of the input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// HumanEval records.
-    HumanEval,
-    /// MBPP records.
-    Mbpp,
-    /// `{"id", "completion", "tests": [{"input", "output"}]}`.
-    Stdio,
-}
-
-impl std::str::FromStr for Format {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "humaneval" => Ok(Format::HumanEval),
-            "mbpp" => Ok(Format::Mbpp),
-            "stdio" => Ok(Format::Stdio),
-            other => Err(Error::Config(format!("unknown format `{other}` (humaneval, mbpp or stdio)"))),
-        }
-    }
-}
+pub use crate::record::Format;
 
 /// Counts over a run, for the summary on stderr.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -168,88 +150,28 @@ fn parse_record(line_no: usize, line: &str, format: Format) -> Parsed {
     (id, task)
 }
 
-fn string(obj: &Map<String, Value>, key: &str) -> std::result::Result<String, String> {
-    match obj.get(key) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(format!("field `{key}` is not a string")),
-        None => Err(format!("missing field `{key}`")),
-    }
-}
-
-fn strings(obj: &Map<String, Value>, key: &str, required: bool) -> std::result::Result<Vec<String>, String> {
-    match obj.get(key) {
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|v| {
-                v.as_str().map(str::to_string).ok_or_else(|| format!("field `{key}` has a non-string item"))
-            })
-            .collect(),
-        Some(Value::Null) | None if !required => Ok(Vec::new()),
-        Some(_) => Err(format!("field `{key}` is not a list")),
-        None => Err(format!("missing field `{key}`")),
-    }
-}
-
 fn build_task(
     obj: &Map<String, Value>,
     id: &Value,
     format: Format,
 ) -> std::result::Result<(Task, String), String> {
-    let completion = string(obj, "completion")?;
+    let completion = match obj.get("completion") {
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err("field `completion` is not a string".into()),
+        None => return Err("missing field `completion`".into()),
+    };
     let id = match id {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
         _ => return Err("missing field `id` / `task_id`".into()),
     };
-    let (harness, source) = match format {
-        Format::HumanEval => {
-            let entry_point = string(obj, "entry_point")?;
-            if entry_point.is_empty() || !entry_point.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                return Err(format!("entry_point `{entry_point}` is not a Python identifier"));
-            }
-            (
-                CodeHarness::HumanEval {
-                    prompt: string(obj, "prompt")?,
-                    test: string(obj, "test")?,
-                    entry_point,
-                },
-                "humaneval",
-            )
-        }
-        Format::Mbpp => {
-            let tests = strings(obj, "test_list", true)?;
-            if tests.is_empty() {
-                return Err("field `test_list` is empty".into());
-            }
-            let setup_code = match obj.get("test_setup_code") {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Null) | None => String::new(),
-                Some(_) => return Err("field `test_setup_code` is not a string".into()),
-            };
-            (CodeHarness::Mbpp { tests, setup_code, imports: strings(obj, "test_imports", false)? }, "mbpp")
-        }
-        Format::Stdio => {
-            let Some(Value::Array(cases)) = obj.get("tests") else {
-                return Err("missing list field `tests`".into());
-            };
-            let cases = cases
-                .iter()
-                .map(|c| {
-                    let c = c.as_object().ok_or("a test case is not an object")?;
-                    Ok(IoCase { input: string(c, "input")?, output: string(c, "output")? })
-                })
-                .collect::<std::result::Result<Vec<_>, String>>()?;
-            if cases.is_empty() {
-                return Err("field `tests` is empty".into());
-            }
-            (CodeHarness::Stdio { cases }, "stdio")
-        }
-    };
+    let harness =
+        TaskRecord::from_json(obj, format).and_then(|r| r.harness(format)).map_err(|e| e.to_string())?;
     let task = Task {
         id,
         prompt: Vec::new(),
         payload: Payload::Code(CodePayload { harness, reference_solution: None }),
-        meta: TaskMeta { source: source.into(), level: None, subject: None },
+        meta: TaskMeta { source: format.name().into(), level: None, subject: None },
     };
     Ok((task, completion))
 }
@@ -270,7 +192,8 @@ mod tests {
         let (id, r) =
             parse_record(2, r#"{"id": "a", "task_id": "b", "completion": "x", "tests": []}"#, Format::Stdio);
         assert_eq!(id, json!("a"));
-        assert!(r.unwrap_err().contains("`tests` is empty"));
+        let e = r.unwrap_err();
+        assert!(e.contains("`tests`") && e.contains("empty"), "{e}");
         let (id, r) = parse_record(3, "{not json", Format::HumanEval);
         assert_eq!(id, Value::Null);
         assert!(r.unwrap_err().starts_with("line 3: invalid JSON"));

@@ -29,13 +29,15 @@ pub mod extract;
 mod harness;
 mod limits;
 mod output;
+pub mod record;
 mod sandbox;
 mod verifier;
 
 pub use compile_cache::{CacheStatus, LoadReport};
 pub use error::{Error, Result};
 pub use harness::outputs_match;
-pub use limits::Limits;
+pub use limits::{Limits, NATIVE_CPU_SECONDS, SANDBOX_SLOWDOWN};
+pub use record::{Format, RecordError, TaskRecord};
 pub use sandbox::{Execution, Exit, Sandbox, SandboxConfig, SlotReset};
 pub use verifier::{CodeVerifier, RewardMode, VerifierConfig};
 

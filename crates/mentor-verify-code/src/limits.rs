@@ -31,11 +31,28 @@ pub struct Limits {
     pub stderr_bytes: usize,
 }
 
+/// The CPU seconds a program gets natively under the default limits: what it may take on a
+/// native CPython, which the sandbox's default stretches by [`SANDBOX_SLOWDOWN`].
+pub const NATIVE_CPU_SECONDS: f64 = 5.0;
+
+/// How much slower CPython computes in the sandbox than natively: one fixed, recorded factor
+/// (so rewards stay deterministic across machines), the largest ratio measured by
+/// `cargo run -p mentor-verify-code --example slowdown` (CPU-bound workloads timed by
+/// themselves, the sandbox's CPython 3.14 against a native CPython) rounded up: 2.1-3.9 on
+/// 2026-12-06 against CPython 3.11.7 (an integer loop 3.9, strings and dicts 3.2-3.3, MBPP 123's
+/// divisor sums 2.8-2.9, sorting and recursion 2.1-2.2). The default CPU limit is `NATIVE_CPU_SECONDS * SANDBOX_SLOWDOWN`, so a
+/// program that natively fits in 5 s fits here, and the slowest benchmark reference (MBPP
+/// 123, 2.6 s natively) passes with room.
+pub const SANDBOX_SLOWDOWN: f64 = 4.0;
+
 impl Default for Limits {
+    /// CPU time: [`NATIVE_CPU_SECONDS`] × [`SANDBOX_SLOWDOWN`]; wall time twice that; 256 MiB
+    /// of memory; 64 KiB of stdout and of stderr.
     fn default() -> Self {
+        let cpu = Duration::from_secs_f64(NATIVE_CPU_SECONDS * SANDBOX_SLOWDOWN);
         Self {
-            cpu_time: Duration::from_secs(5),
-            wall_time: Duration::from_secs(10),
+            cpu_time: cpu,
+            wall_time: cpu * 2,
             memory_bytes: 256 << 20,
             stdout_bytes: 64 << 10,
             stderr_bytes: 64 << 10,
@@ -65,5 +82,13 @@ mod tests {
         assert_eq!(l(5).deadline_ticks(), 2);
         assert_eq!(l(100).deadline_ticks(), 11);
         assert_eq!(l(5000).deadline_ticks(), 501);
+    }
+
+    #[test]
+    fn the_default_cpu_limit_is_the_native_budget_stretched_by_the_recorded_slowdown() {
+        let d = Limits::default();
+        assert_eq!(d.cpu_time, Duration::from_secs(20));
+        assert_eq!(d.cpu_time.as_secs_f64(), NATIVE_CPU_SECONDS * SANDBOX_SLOWDOWN);
+        assert_eq!(d.wall_time, 2 * d.cpu_time);
     }
 }
