@@ -165,15 +165,26 @@ fn patching_modules_and_builtins_changes_only_the_candidates_interpreter() {
 #[test]
 fn objects_with_their_own_equality_are_wrong_answers() {
     // A candidate object stays in the candidate's instance; the tests hold a handle that
-    // equals only itself and has no truth value, so it never decides an assert.
-    for forged in [
-        "    class Yes:\n        def __eq__(self, other):\n            return True\n        __hash__ = None\n    return Yes()\n",
-        "    class T(int):\n        def __eq__(self, other):\n            return True\n        __hash__ = int.__hash__\n    return T(0)\n",
-        "    class B:\n        def __bool__(self):\n            return True\n    return B()\n",
+    // equals only itself, so it never decides a comparison. An instance of a subclass of a
+    // plain type crosses as its base type's value, read through the base type's own methods,
+    // so its `__eq__` never runs in the tests either (HumanEval/0's first test expects True).
+    for (forged, actual) in [
+        (
+            "    class Yes:\n        def __eq__(self, other):\n            return True\n        __hash__ = None\n    return Yes()\n",
+            "<Yes object of the candidate's>",
+        ),
+        (
+            "    class T(int):\n        def __eq__(self, other):\n            return True\n        __hash__ = int.__hash__\n    return T(0)\n",
+            "0",
+        ),
+        (
+            "    class B:\n        def __bool__(self):\n            return True\n    return B()\n",
+            "<B object of the candidate's>",
+        ),
     ] {
         let c = expect(forged, CodeOutcome::WrongAnswer);
-        let actual = c.failed_test.as_ref().and_then(|t| t.actual.clone()).unwrap_or_default();
-        assert!(actual.contains("object of the candidate's"), "{c:?}");
+        let got = c.failed_test.as_ref().and_then(|t| t.actual.clone()).unwrap_or_default();
+        assert_eq!(got, actual, "{c:?}");
     }
 }
 
@@ -538,7 +549,34 @@ fn mbpp_test_imports_cannot_be_rebound_by_the_program() {
         let attack = format!("{defs}{fake}");
         let verdict = v.verify(task, &attack).expect("verdict");
         assert!(!verdict.passed(), "{} passed: {:?}", task.id, code(&verdict));
+        // The same task with its imports dropped (what a caller that cannot carry them sends):
+        // the tests import the modules they read themselves, so the reference still passes and
+        // the attack still fails.
+        let mut bare = task.clone();
+        if let Payload::Code(c) = &mut bare.payload {
+            if let CodeHarness::Mbpp { imports, .. } = &mut c.harness {
+                imports.clear();
+            }
+        }
+        let ok = v.verify(&bare, reference).expect("verdict");
+        assert!(ok.passed(), "{} without imports: {:?}", task.id, code(&ok));
+        let verdict = v.verify(&bare, &attack).expect("verdict");
+        assert!(!verdict.passed(), "{} without imports passed: {:?}", task.id, code(&verdict));
     }
+}
+
+#[test]
+fn a_module_the_tests_read_never_comes_from_the_program() {
+    // MBPP 596 reads `sys` in its asserts. A program defining its own `sys` (a class whose
+    // `getsizeof` agrees with the function under test) fails; the reference passes.
+    let path = datasets_dir().join("mbpp/sanitized-mbpp.json");
+    let tasks = load_mbpp(&path, MbppSplit::All).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let task = tasks.iter().find(|t| t.id.ends_with("/596")).expect("mbpp 596");
+    let own = "class sys:\n    @staticmethod\n    def getsizeof(x):\n        return 0\n\ndef tuple_size(t):\n    return 0\n";
+    let verdict = verifier().verify(task, own).expect("verdict");
+    assert!(!verdict.passed(), "{:?}", code(&verdict));
+    let ok = verifier().verify(task, task.reference_solution().expect("reference")).expect("verdict");
+    assert!(ok.passed(), "{:?}", code(&ok));
 }
 
 #[test]

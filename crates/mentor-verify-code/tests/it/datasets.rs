@@ -1,76 +1,84 @@
-//! Reference solutions of HumanEval and MBPP pass; mutated ones fail, naming the test.
+//! Reference solutions of HumanEval and MBPP pass at the default limits, through the
+//! `mentor verify code` JSONL path; mutated ones fail, naming the test.
 
-use mentor_core::datasets::{load_mbpp, MbppSplit};
-use mentor_core::{CodeOutcome, Task, Verifier};
+use mentor_core::{CodeOutcome, Verifier};
+use mentor_verify_code::cli::{run_jsonl, Format};
+use serde_json::Value;
 
-use mentor_verify_code::{CodeVerifier, Limits, VerifierConfig};
+use crate::{code, datasets_dir, humaneval, verifier};
 
-use crate::{code, datasets_dir, humaneval, sandbox, verifier};
-
-/// Reference solutions are judged for correctness, not speed: some MBPP references are
-/// CPU-heavy (mbpp/123 sums amicable numbers below 10 000), and wasm CPython on a loaded
-/// 2-core machine is 4-10x slower than native.
-fn generous() -> CodeVerifier<'static> {
-    let limits = Limits {
-        cpu_time: std::time::Duration::from_secs(60),
-        wall_time: std::time::Duration::from_secs(120),
-        ..Limits::default()
-    };
-    CodeVerifier::new(sandbox(), VerifierConfig { limits: Some(limits), ..VerifierConfig::default() })
+/// Runs dataset records (each with its reference as `completion`) through the CLI's JSONL path
+/// at the default limits; returns the lines that did not pass.
+fn cli_failures(records: Vec<Value>, format: Format) -> (usize, Vec<String>) {
+    let n = records.len();
+    let input: String = records.iter().map(|r| format!("{r}\n")).collect();
+    let mut out = Vec::new();
+    let summary = run_jsonl(input.as_bytes(), &mut out, format, &verifier()).expect("run_jsonl");
+    assert_eq!(summary.records, n);
+    let failures = String::from_utf8(out)
+        .expect("utf-8")
+        .lines()
+        .filter(|l| !l.contains("\"passed\":true"))
+        .map(|l| l.chars().take(600).collect())
+        .collect();
+    (n, failures)
 }
 
-fn references(tasks: &[Task]) -> Vec<(&Task, &str)> {
-    tasks.iter().map(|t| (t, t.reference_solution().expect("reference solution"))).collect()
+fn with_completion(mut r: Value, code: &str) -> Value {
+    r["completion"] = Value::String(code.to_string());
+    r
 }
 
 #[test]
-fn all_164_humaneval_canonical_solutions_pass() {
-    let tasks = humaneval();
-    assert_eq!(tasks.len(), 164);
-    let v = generous();
-    let verdicts = v.verify_batch(&references(&tasks));
-    let mut failures = Vec::new();
-    for (task, verdict) in tasks.iter().zip(&verdicts) {
-        match verdict {
-            Ok(v) if v.passed() => {
-                let c = code(v);
-                assert_eq!(c.tests_passed, c.tests_total, "{}", task.id);
-                assert!(c.tests_total >= 1, "{}", task.id);
-            }
-            other => failures.push(format!("{}: {other:?}", task.id)),
-        }
-    }
+fn all_164_humaneval_canonical_solutions_pass_through_the_cli() {
+    let path = datasets_dir().join("humaneval/HumanEval.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).expect("json");
+            let program =
+                format!("{}{}", r["prompt"].as_str().unwrap(), r["canonical_solution"].as_str().unwrap());
+            with_completion(r, &program)
+        })
+        .collect();
+    let (n, failures) = cli_failures(records, Format::HumanEval);
+    assert_eq!(n, 164);
     assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
 }
 
-/// MBPP test-split references that genuinely fail, with the reason (checked by hand).
-const MBPP_KNOWN_FAILURES: &[(&str, &str)] = &[];
+#[test]
+fn all_974_full_mbpp_references_pass_through_the_cli() {
+    let path = datasets_dir().join("mbpp/mbpp.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).expect("json");
+            let code = r["code"].as_str().unwrap().to_string();
+            with_completion(r, &code)
+        })
+        .collect();
+    let (n, failures) = cli_failures(records, Format::Mbpp);
+    assert_eq!(n, 974);
+    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
+}
 
 #[test]
-fn mbpp_test_split_reference_solutions_pass() {
-    let path = datasets_dir().join("mbpp/mbpp.jsonl");
-    let tasks = load_mbpp(&path, MbppSplit::Test).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(tasks.len(), 500);
-    let v = generous();
-    let verdicts = v.verify_batch(&references(&tasks));
-    let mut unexpected = Vec::new();
-    let mut known = 0;
-    for (task, verdict) in tasks.iter().zip(&verdicts) {
-        let passed = matches!(verdict, Ok(v) if v.passed());
-        let listed = MBPP_KNOWN_FAILURES.iter().any(|(id, _)| *id == task.id);
-        match (passed, listed) {
-            (true, false) => {}
-            (false, true) => known += 1,
-            (true, true) => unexpected.push(format!("{} is listed as failing but passed", task.id)),
-            (false, false) => unexpected.push(format!(
-                "{}: {:?}",
-                task.id,
-                verdict.as_ref().map(|v| code(v).clone()).map_err(|e| e.to_string())
-            )),
-        }
-    }
-    assert!(unexpected.is_empty(), "{} unexpected:\n{}", unexpected.len(), unexpected.join("\n"));
-    assert_eq!(known, MBPP_KNOWN_FAILURES.len());
+fn all_427_sanitized_mbpp_references_pass_through_the_cli() {
+    let path = datasets_dir().join("mbpp/sanitized-mbpp.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let Value::Array(rows) = serde_json::from_str(&text).expect("json") else { panic!("not an array") };
+    let records: Vec<Value> = rows
+        .into_iter()
+        .map(|r| {
+            let code = r["code"].as_str().unwrap().to_string();
+            with_completion(r, &code)
+        })
+        .collect();
+    let (n, failures) = cli_failures(records, Format::Mbpp);
+    assert_eq!(n, 427);
+    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// (task, from, to, expected failing test index): an operator flipped or a return changed.

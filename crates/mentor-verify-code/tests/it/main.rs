@@ -8,6 +8,7 @@ mod attacks;
 mod cli;
 mod datasets;
 mod feedback;
+mod honest;
 mod sandbox;
 
 use std::path::PathBuf;
