@@ -5,7 +5,7 @@
 //! * `humaneval`: `{"task_id", "prompt", "test", "entry_point", "completion", ...}`
 //! * `mbpp`: `{"task_id", "test_list", "completion", "test_setup_code"?, "test_imports"?, ...}`
 //!
-//! The task fields are read by [`crate::record::TaskRecord`], as the Python bindings read them.
+//! The task fields are read by [`crate::TaskRecord`], as the Python bindings read them.
 //! * `stdio`: `{"id", "completion", "tests": [{"input", "output"}]}`
 //!
 //! Output lines are `{"id", "passed", "reward", "feedback"}`, where `id` is the record's `id`
@@ -19,10 +19,7 @@ use std::io::{BufRead, Write};
 use mentor_core::{CodePayload, Feedback, Payload, Task, TaskMeta, Verdict, Verifier};
 use serde_json::{json, Map, Value};
 
-use crate::record::TaskRecord;
-use crate::{CodeVerifier, Error, Result};
-
-pub use crate::record::Format;
+use crate::{CodeVerifier, Error, Format, Result, TaskRecord};
 
 /// Counts over a run, for the summary on stderr.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

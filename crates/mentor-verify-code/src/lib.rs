@@ -29,7 +29,7 @@ pub mod extract;
 mod harness;
 mod limits;
 mod output;
-pub mod record;
+mod record;
 mod sandbox;
 mod verifier;
 

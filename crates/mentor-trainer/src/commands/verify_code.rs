@@ -5,7 +5,8 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 use mentor_core::assets::AssetDir;
-use mentor_verify_code::cli::{run_jsonl, Format};
+use mentor_verify_code::cli::run_jsonl;
+use mentor_verify_code::Format;
 use mentor_verify_code::{CodeVerifier, Sandbox, SandboxConfig, VerifierConfig};
 
 pub use crate::cli::VerifyCodeArgs;

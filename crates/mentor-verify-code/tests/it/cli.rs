@@ -1,6 +1,7 @@
 //! The JSONL contract of `mentor verify code`.
 
-use mentor_verify_code::cli::{run_jsonl, Format};
+use mentor_verify_code::cli::run_jsonl;
+use mentor_verify_code::Format;
 use serde_json::Value;
 
 use crate::{humaneval, verifier};

@@ -2,7 +2,8 @@
 //! `mentor verify code` JSONL path; mutated ones fail, naming the test.
 
 use mentor_core::{CodeOutcome, Verifier};
-use mentor_verify_code::cli::{run_jsonl, Format};
+use mentor_verify_code::cli::run_jsonl;
+use mentor_verify_code::Format;
 use serde_json::Value;
 
 use crate::{code, datasets_dir, humaneval, verifier};
@@ -24,61 +25,45 @@ fn cli_failures(records: Vec<Value>, format: Format) -> (usize, Vec<String>) {
     (n, failures)
 }
 
-fn with_completion(mut r: Value, code: &str) -> Value {
-    r["completion"] = Value::String(code.to_string());
-    r
+/// The records of a dataset file (JSON Lines, or one JSON array), each with `completion` set to
+/// `reference(record)`.
+fn records_with_reference(file: &str, reference: impl Fn(&Value) -> String) -> Vec<Value> {
+    let path = datasets_dir().join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let rows: Vec<Value> = match serde_json::from_str(&text) {
+        Ok(Value::Array(rows)) => rows,
+        _ => text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect(),
+    };
+    rows.into_iter()
+        .map(|mut r| {
+            r["completion"] = Value::String(reference(&r));
+            r
+        })
+        .collect()
+}
+
+fn field(r: &Value, key: &str) -> String {
+    r[key].as_str().unwrap_or_else(|| panic!("no `{key}` in {r}")).to_string()
 }
 
 #[test]
 fn all_164_humaneval_canonical_solutions_pass_through_the_cli() {
-    let path = datasets_dir().join("humaneval/HumanEval.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let records: Vec<Value> = text
-        .lines()
-        .map(|l| {
-            let r: Value = serde_json::from_str(l).expect("json");
-            let program =
-                format!("{}{}", r["prompt"].as_str().unwrap(), r["canonical_solution"].as_str().unwrap());
-            with_completion(r, &program)
-        })
-        .collect();
+    let records = records_with_reference("humaneval/HumanEval.jsonl", |r| {
+        field(r, "prompt") + &field(r, "canonical_solution")
+    });
     let (n, failures) = cli_failures(records, Format::HumanEval);
     assert_eq!(n, 164);
     assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
 }
 
 #[test]
-fn all_974_full_mbpp_references_pass_through_the_cli() {
-    let path = datasets_dir().join("mbpp/mbpp.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let records: Vec<Value> = text
-        .lines()
-        .map(|l| {
-            let r: Value = serde_json::from_str(l).expect("json");
-            let code = r["code"].as_str().unwrap().to_string();
-            with_completion(r, &code)
-        })
-        .collect();
-    let (n, failures) = cli_failures(records, Format::Mbpp);
-    assert_eq!(n, 974);
-    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
-}
-
-#[test]
-fn all_427_sanitized_mbpp_references_pass_through_the_cli() {
-    let path = datasets_dir().join("mbpp/sanitized-mbpp.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let Value::Array(rows) = serde_json::from_str(&text).expect("json") else { panic!("not an array") };
-    let records: Vec<Value> = rows
-        .into_iter()
-        .map(|r| {
-            let code = r["code"].as_str().unwrap().to_string();
-            with_completion(r, &code)
-        })
-        .collect();
-    let (n, failures) = cli_failures(records, Format::Mbpp);
-    assert_eq!(n, 427);
-    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
+fn all_974_full_and_427_sanitized_mbpp_references_pass_through_the_cli() {
+    for (file, count) in [("mbpp/mbpp.jsonl", 974), ("mbpp/sanitized-mbpp.json", 427)] {
+        let records = records_with_reference(file, |r| field(r, "code"));
+        let (n, failures) = cli_failures(records, Format::Mbpp);
+        assert_eq!(n, count, "{file}");
+        assert!(failures.is_empty(), "{file}: {} failed:\n{}", failures.len(), failures.join("\n"));
+    }
 }
 
 /// (task, from, to, expected failing test index): an operator flipped or a return changed.
