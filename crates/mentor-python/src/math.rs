@@ -11,14 +11,17 @@ use crate::verdict::PyVerdict;
 pub(crate) const MAX_THREADS: usize = 1024;
 
 /// Judges `completions[i]` against `golds[i]` on all cores (or `threads`), with the GIL
-/// released; verdicts in input order.
+/// released; verdicts in input order. `questions[i]`, when given, is the question the
+/// completion answers: its words may name what the answer counts ("42 pencils"), see
+/// [`mentor_verify_math::check_with_question`].
 #[pyfunction]
-#[pyo3(signature = (golds, completions, *, threads = None))]
+#[pyo3(signature = (golds, completions, *, threads = None, questions = None))]
 pub fn verify_math(
     py: Python<'_>,
     golds: Vec<String>,
     completions: Vec<String>,
     threads: Option<usize>,
+    questions: Option<Vec<Option<String>>>,
 ) -> PyResult<Vec<PyVerdict>> {
     if golds.len() != completions.len() {
         return Err(PyValueError::new_err(format!(
@@ -27,21 +30,35 @@ pub fn verify_math(
             completions.len()
         )));
     }
+    if let Some(q) = questions.as_ref().filter(|q| q.len() != golds.len()) {
+        return Err(PyValueError::new_err(format!(
+            "questions and golds differ in length ({} questions, {} golds)",
+            q.len(),
+            golds.len()
+        )));
+    }
     if threads.is_some_and(|n| n == 0 || n > MAX_THREADS) {
         return Err(PyValueError::new_err(format!(
             "threads must be between 1 and {MAX_THREADS} (or None for all cores)"
         )));
     }
     let verdicts = py.detach(|| {
-        let items: Vec<(&str, &str)> =
-            golds.iter().map(String::as_str).zip(completions.iter().map(String::as_str)).collect();
+        let items: Vec<(&str, &str, Option<&str>)> = golds
+            .iter()
+            .zip(&completions)
+            .enumerate()
+            .map(|(k, (g, c))| {
+                let q = questions.as_ref().and_then(|q| q[k].as_deref());
+                (g.as_str(), c.as_str(), q)
+            })
+            .collect();
         let cfg = Config::default();
         match threads {
-            None => Ok(mentor_verify_math::check_batch(&items, &cfg)),
+            None => Ok(mentor_verify_math::check_batch_with_questions(&items, &cfg)),
             Some(n) => rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
                 .build()
-                .map(|pool| pool.install(|| mentor_verify_math::check_batch(&items, &cfg)))
+                .map(|pool| pool.install(|| mentor_verify_math::check_batch_with_questions(&items, &cfg)))
                 .map_err(|e| format!("cannot start {n} threads: {e}")),
         }
     });

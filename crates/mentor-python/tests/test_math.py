@@ -165,3 +165,34 @@ class Gil(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Questions(unittest.TestCase):
+    """The question's words may name what an answer counts; without it, nouns are unread."""
+
+    QUESTION = "Mia has 12 pencils and buys 30 more. How many pencils does Mia have now?"
+
+    def test_nouns_of_the_question_are_read(self):
+        with_q, without_q = mentor_rl.verify_math(
+            ["42", "42"], ["The answer is 42 pencils."] * 2, questions=[self.QUESTION, None]
+        )
+        self.assertTrue(with_q.correct)
+        self.assertFalse(without_q.correct)
+        self.assertEqual(without_q.feedback["outcome"], "no_answer")
+        hedged = mentor_rl.verify_math(["42"], ["The answer is probably 42."], questions=[self.QUESTION])[0]
+        self.assertFalse(hedged.correct)
+
+    def test_questions_must_match_the_golds_in_length(self):
+        with self.assertRaises(ValueError):
+            mentor_rl.verify_math(["1"], ["1"], questions=[])
+
+    def test_math_reward_reads_the_prompt(self):
+        try:
+            from mentor_rl.trl import MathReward
+        except ImportError as e:  # TRL not installed
+            self.skipTest(f"mentor_rl.trl unavailable: {e}")
+        reward = MathReward()
+        prompts = [[{"role": "system", "content": "Be brief."}, {"role": "user", "content": self.QUESTION}]]
+        self.assertEqual(reward(["The answer is 42 pencils."], answer=["42"], prompts=prompts), [1.0])
+        self.assertEqual(reward(["The answer is 42 pencils."], answer=["42"], prompt=[self.QUESTION]), [1.0])
+        self.assertEqual(reward(["The answer is 42 pencils."], answer=["42"]), [0.0])

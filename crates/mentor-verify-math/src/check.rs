@@ -8,6 +8,8 @@ use crate::config::Config;
 use crate::extract::{self, Extracted};
 use crate::parser::{self, ParseError};
 use crate::qualifiers::{self, Qualifier, QualifierKind, Scope};
+use crate::region;
+use crate::words::Lexicon;
 
 fn feedback(outcome: MathOutcome, gold: &str) -> MathFeedback {
     let mut f = MathFeedback::no_answer(gold);
@@ -122,7 +124,7 @@ fn check_choice(letter: char, gold: &str, gold_text: &str, completion: &str, cfg
         let mut distinct = letters.clone();
         distinct.sort();
         distinct.dedup();
-        if source != AnswerSource::WholeText && distinct.len() > 1 {
+        if distinct.len() > 1 && (source != AnswerSource::WholeText || offered_as_alternatives(&text)) {
             f.outcome = MathOutcome::MultipleAnswers;
             f.detail = Some(format!("several choices given: {distinct:?}"));
             return f;
@@ -142,6 +144,25 @@ fn check_choice(letter: char, gold: &str, gold_text: &str, completion: &str, cfg
         }
     }
     f
+}
+
+/// Whether the last two choice letters of `text` are offered side by side, joined only by
+/// punctuation and `or`/`and`/`either` (`(A) or (B)`): a hedge between choices, not a choice.
+fn offered_as_alternatives(text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    let at: Vec<usize> = (0..chars.len())
+        .filter(|&k| {
+            let isolated = |x: Option<&char>| x.is_none_or(|x| !x.is_alphanumeric() && *x != '\\');
+            ('A'..='E').contains(&chars[k])
+                && isolated(k.checked_sub(1).and_then(|j| chars.get(j)))
+                && isolated(chars.get(k + 1))
+        })
+        .collect();
+    let [.., a, b] = at[..] else { return false };
+    let between: String = chars[a + 1..b].iter().collect();
+    between
+        .split(|c: char| !c.is_alphanumeric())
+        .all(|w| w.is_empty() || matches!(w.to_ascii_lowercase().as_str(), "or" | "and" | "either"))
 }
 
 /// An integer written in English words, from -999 to 999 ("negative forty-two").
@@ -190,8 +211,20 @@ fn refused(e: &ParseError, cfg: &Config) -> String {
     }
 }
 
-/// Checks `completion` against `gold`, returning the full feedback.
-pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> MathFeedback {
+/// Whether `question` may ask for a percentage (`%`, "percent", "percentage"); without the
+/// question the checker cannot tell, and `X\%` may equal `X` as before.
+fn asks_percent(question: Option<&str>) -> bool {
+    question.is_none_or(|q| q.contains('%') || q.to_ascii_lowercase().contains("percent"))
+}
+
+/// Checks `completion` against `gold`, returning the full feedback. `question`, when given,
+/// supplies the words an answer may use to name what it counts ("42 pencils").
+pub(crate) fn check_feedback(
+    gold: &str,
+    completion: &str,
+    question: Option<&str>,
+    cfg: &Config,
+) -> MathFeedback {
     if completion.len() > cfg.max_completion_bytes {
         let mut f = feedback(MathOutcome::TooComplex, gold);
         f.detail = Some(format!(
@@ -222,18 +255,41 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
     f.extracted = Some(ext.text.clone());
     f.source = Some(ext.source);
     // A negated, bounded, approximate or retracted value is not an answer.
-    if let Some(q) = hedge(completion, span, &ext, &gold_text, false, cfg) {
+    if let Some(q) = hedge(completion, span.clone(), &ext, &gold_text, false, cfg) {
         return hedged(f, &q);
     }
-    let text = ext.text;
-    let p = match parser::parse(&text, cfg.max_depth, cfg.max_answer_bytes) {
-        Ok(p) => p.node,
+    // The whole region must be read: words around the answer, characters touching it. A text
+    // gold is compared word for word instead.
+    let text_gold = matches!(g, Node::Text(_));
+    let unit_letters = !text_gold && g.symbols().is_empty();
+    let lexicon = Lexicon::new(&gold_text, question, unit_letters);
+    if !text_gold && ext.text.len() <= cfg.max_answer_bytes {
+        if let Some(u) = region::check(completion, &ext, &span, &lexicon) {
+            f.outcome = MathOutcome::NoAnswer;
+            f.detail = Some(u.reason());
+            return f;
+        }
+    }
+    // `\boxed{10}\%`: the percent sign touching the box is read with it.
+    let text = if region::percent_after(completion, &ext, &span) {
+        format!("{}\\%", ext.text)
+    } else {
+        ext.text.clone()
+    };
+    let parsed = match parser::parse_answer(&text, cfg.max_depth, cfg.max_answer_bytes, unit_letters) {
+        Ok(p) => p,
         Err(ParseError::Syntax(_))
             if g.is_scalar() && number_words(&parser::normalise_text(&text)).is_some() =>
         {
-            Node::Text(parser::normalise_text(&text))
+            parser::Parsed {
+                node: Node::Text(parser::normalise_text(&text)),
+                words_before_math: false,
+                has_words: true,
+                words: Vec::new(),
+                stray: Vec::new(),
+            }
         }
-        Err(ParseError::SideBySide(why)) if !matches!(g, Node::Text(_)) => {
+        Err(ParseError::SideBySide(why)) if !text_gold => {
             f.outcome = MathOutcome::NoAnswer;
             f.detail = Some(why);
             return f;
@@ -254,12 +310,33 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
             return f;
         }
     };
+    let p = parsed.node;
+    // Every word and mark of the answer itself is read too (a text answer is judged as text).
+    if !text_gold && !matches!(p, Node::Text(_)) {
+        let unread = parsed.stray.first().map(|m| format!("`{m}`")).or_else(|| {
+            let words: Vec<&str> = parsed.words.iter().map(String::as_str).collect();
+            (0..words.len())
+                .find(|&k| !lexicon.reads_at(&words, k))
+                .map(|k| format!("the word `{}`", words[k]))
+        });
+        if let Some(what) = unread {
+            f.outcome = MathOutcome::NoAnswer;
+            f.detail = Some(region::Unread(what).reason());
+            return f;
+        }
+    }
     // Number words ("seven", "negative three") where a number is expected.
     let p = match (&p, g.is_scalar()) {
         (Node::Text(t), true) => number_words(t).map_or(p, Node::num),
         _ => p,
     };
     f.parsed = Some(compare::pretty(&p, cfg));
+    // A false equation (`2+2 = 3`) states no value.
+    if let Some(why) = compare::false_chain(&p, cfg) {
+        f.outcome = MathOutcome::WrongValue;
+        f.detail = Some(why);
+        return f;
+    }
     let result = match (&g, &p) {
         // A text gold against something that parsed as math: compare the words.
         (Node::Text(gt), q) if !matches!(q, Node::Text(_)) => {
@@ -269,10 +346,31 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
                 Cmp::WrongType("text", q.kind())
             }
         }
-        _ => compare::compare(&g, &p, cfg),
+        _ => compare::compare_in(&g, &p, cfg, asks_percent(question)),
     };
     match result {
-        Cmp::Equal => f.outcome = MathOutcome::Correct,
+        Cmp::Equal => {
+            // A second, different answer after this one (a retraction, a box then "Final
+            // Answer: 4") leaves no single final answer.
+            let end = region::end(completion, &ext, &span);
+            if let Some(later) = region::later_answer(completion, &ext, end) {
+                let later_node =
+                    parser::parse_answer(&later, cfg.max_depth, cfg.max_answer_bytes, unit_letters)
+                        .ok()
+                        .map(|l| l.node)
+                        .filter(|n| !matches!(n, Node::Text(_)));
+                if let Some(l) = later_node {
+                    if !matches!(compare::compare(&p, &l, cfg), Cmp::Equal) {
+                        f.outcome = MathOutcome::MultipleAnswers;
+                        f.detail = Some(format!(
+                            "a different answer (`{later}`) is stated after the final answer: no single final answer"
+                        ));
+                        return f;
+                    }
+                }
+            }
+            f.outcome = MathOutcome::Correct;
+        }
         Cmp::NotEqual(rel) => {
             f.outcome = MathOutcome::WrongValue;
             f.relation = rel;
@@ -294,8 +392,8 @@ pub(crate) fn check_feedback(gold: &str, completion: &str, cfg: &Config) -> Math
 }
 
 /// Checks `completion` against `gold` and returns the verdict.
-pub(crate) fn check(gold: &str, completion: &str, cfg: &Config) -> Verdict {
-    verdict(check_feedback(gold, completion, cfg))
+pub(crate) fn check(gold: &str, completion: &str, question: Option<&str>, cfg: &Config) -> Verdict {
+    verdict(check_feedback(gold, completion, question, cfg))
 }
 
 /// Whether two answer strings are equivalent.
@@ -316,7 +414,7 @@ mod tests {
     use mentor_core::MathRelation;
 
     fn fb(gold: &str, completion: &str) -> MathFeedback {
-        check_feedback(gold, completion, &Config::default())
+        check_feedback(gold, completion, None, &Config::default())
     }
 
     #[test]

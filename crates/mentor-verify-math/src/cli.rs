@@ -1,7 +1,8 @@
 //! The `mentor verify math` JSONL contract, as a library function the binary calls.
 //!
-//! Input: one JSON object per line, `{"id", "gold", "completion"}` (`id` any JSON value; blank
-//! lines are skipped). Output: one JSON line per input line, in input order:
+//! Input: one JSON object per line, `{"id", "gold", "completion"}` and optionally `"question"`
+//! (its words may name what the answer counts, see [`crate::check_with_question`]; `id` any
+//! JSON value; blank lines are skipped). Output: one JSON line per input line, in input order:
 //! `{"id", "correct": bool, "extracted": str|null, "feedback": {..}}`, where `feedback` is the
 //! serialised [`mentor_core::MathFeedback`]. A malformed line yields
 //! `{"id": <id or null>, "line": <1-based line number>, "error": "..."}` and the run goes on.
@@ -73,6 +74,9 @@ struct InputLine {
     id: Value,
     gold: String,
     completion: String,
+    /// The question, optional: its words are neutral in the answer ([`crate::check_with_question`]).
+    #[serde(default)]
+    question: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -108,7 +112,10 @@ fn judge(line_no: usize, line: &std::result::Result<String, String>, cfg: &Confi
         Err(why) => return Item::Bad(Value::Null, line_no, why.clone()),
     };
     match serde_json::from_str::<InputLine>(line) {
-        Ok(inp) => Item::Ok(inp.id, crate::check_feedback(&inp.gold, &inp.completion, cfg)),
+        Ok(inp) => Item::Ok(
+            inp.id,
+            crate::check_feedback_with_question(&inp.gold, &inp.completion, inp.question.as_deref(), cfg),
+        ),
         Err(e) => {
             // Recover the id if the line is a JSON object with one.
             let id = serde_json::from_str::<Value>(line)

@@ -47,6 +47,9 @@ const EVAL_CALL_COST: usize = 16;
 /// One comparison's settings and the work budget all its parts share.
 pub(crate) struct Cx<'a> {
     cfg: &'a Config,
+    /// Whether `X\%` may equal `X` (the gold or the question is about a percentage); else a
+    /// percentage is only its value, `X / 100`.
+    percent: bool,
     /// Work units left.
     work: Cell<usize>,
     /// Whether some part was refused for lack of work units.
@@ -54,8 +57,8 @@ pub(crate) struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
-    fn new(cfg: &'a Config) -> Self {
-        Cx { cfg, work: Cell::new(WORK_BUDGET), exhausted: Cell::new(false) }
+    fn new(cfg: &'a Config, percent: bool) -> Self {
+        Cx { cfg, percent, work: Cell::new(WORK_BUDGET), exhausted: Cell::new(false) }
     }
 
     /// Takes `units` from the budget; `false` (and the budget marked exhausted) if short.
@@ -158,13 +161,20 @@ fn expand_pm(n: Node) -> Node {
     }
 }
 
-/// Compares prediction `p` against gold `g`, within [`WORK_BUDGET`] units of work.
+/// Compares prediction `p` against gold `g`, within [`WORK_BUDGET`] units of work; `X\%`
+/// may equal `X` (as when the question is about a percentage, see [`compare_in`]).
 pub(crate) fn compare(g: &Node, p: &Node, cfg: &Config) -> Cmp {
+    compare_in(g, p, cfg, true)
+}
+
+/// [`compare`]; `percent`: whether `X\%` may equal `X` (the question asks for a percentage
+/// or the gold is one). Otherwise a percentage is only its value (`25\%` is `0.25`).
+pub(crate) fn compare_in(g: &Node, p: &Node, cfg: &Config, percent: bool) -> Cmp {
     let g_rel = matches!(g, Node::Rel(..));
     let p_rel = matches!(p, Node::Rel(..));
     let g = normalise(g.clone(), p_rel);
     let p = normalise(p.clone(), g_rel);
-    let cx = Cx::new(cfg);
+    let cx = Cx::new(cfg, percent || has_percent(&g));
     let result = compare_norm(&g, &p, &cx);
     // Past the budget, comparisons answer `TooComplex` and matchings built on them may have
     // read that as "different": only the refusal is reliable.
@@ -388,15 +398,23 @@ fn relation_eq(ga: &[Node], gr: &[Rel], pa: &[Node], pr: &[Rel], cx: &Cx<'_>) ->
     Cmp::NotEqual(None)
 }
 
-fn sample_points(symbols: &[String], count: usize) -> Vec<HashMap<String, Val>> {
+/// `count` points for `symbols`, from a fixed seed: rationals of both signs and of varied size
+/// (whole numbers 1-97 at odd points, numerators 1-97 over denominators 1-12 at even ones),
+/// drawn independently per variable so that their
+/// order varies from point to point. The first point is all positive and the second all
+/// negative; with `positive`, every value is positive (for `\pi` and `e` taken as unknowns).
+fn sample_points(symbols: &[String], count: usize, positive: bool) -> Vec<HashMap<String, Val>> {
     let mut rng = Rng(0x6d65_6e74_6f72);
     (0..count)
-        .map(|_| {
+        .map(|k| {
             symbols
                 .iter()
                 .map(|s| {
-                    let num = (rng.next() % 89 + 3) as i64;
-                    let den = (rng.next() % 11 + 2) as i64;
+                    let num = (rng.next() % 97 + 1) as i64;
+                    // Whole numbers at odd points (up to 97 either way), fractions at even ones.
+                    let den = if k % 2 == 1 { 1 } else { (rng.next() % 12 + 1) as i64 };
+                    let negative = !positive && (k == 1 || (k > 1 && rng.next() % 2 == 1));
+                    let num = if negative { -num } else { num };
                     (s.clone(), Val::real(BigRational::new(BigInt::from(num), BigInt::from(den))))
                 })
                 .collect()
@@ -404,15 +422,86 @@ fn sample_points(symbols: &[String], count: usize) -> Vec<HashMap<String, Val>> 
         .collect()
 }
 
+/// Whether `n` mentions the imaginary unit (its values may be non-real on purpose).
+fn has_imaginary(n: &Node) -> bool {
+    let mut found = false;
+    visit(n, &mut |x| found |= matches!(x, Node::I));
+    found
+}
+
+/// Whether a percentage appears in `n` (at its top, or in a container's items).
+fn has_percent(n: &Node) -> bool {
+    let mut found = false;
+    let mut stack = vec![n];
+    while let Some(x) = stack.pop() {
+        found |= matches!(x, Node::Percent(_));
+        x.for_each_child(|c| stack.push(c));
+    }
+    found
+}
+
+/// The values of `g` and `p` at the sample points where both are defined. Where neither
+/// mentions `i`, a point outside the real domain of either side (a non-real value on the way:
+/// `\log x` or `\sqrt{x}` at a negative `x`) is skipped too, and positive points are added
+/// while fewer than a quarter of the points (at least two) are left; if still too few,
+/// non-real values count as well. `Err(TooComplex)` for a
+/// refusal, `Err(NotEqual)` for a value that is not a number.
+fn values_at_points(g: &Node, p: &Node, syms: &[String], cx: &Cx<'_>) -> Result<Vec<(Val, Val)>, Cmp> {
+    let n = cx.cfg.sample_points.max(2);
+    let mut all = Vec::with_capacity(n);
+    let mut real = Vec::with_capacity(n);
+    for pt in sample_points(syms, n, false) {
+        match (eval_real_at(g, &pt, cx), eval_real_at(p, &pt, cx)) {
+            (Ok((a, ra)), Ok((b, rb))) => {
+                if ra && rb {
+                    real.push((a.clone(), b.clone()));
+                }
+                all.push((a, b));
+            }
+            (Err(EvalError::TooBig(d)), _) | (_, Err(EvalError::TooBig(d))) => {
+                return Err(Cmp::TooComplex(d))
+            }
+            (Err(EvalError::NotScalar), _) | (_, Err(EvalError::NotScalar)) => {
+                return Err(Cmp::NotEqual(None))
+            }
+            // Undefined on either side (a division by zero, a domain error): skipped.
+            _ => {}
+        }
+    }
+    if has_imaginary(g) || has_imaginary(p) {
+        return Ok(all);
+    }
+    // Too few points in the real domain of both sides (`\sqrt{x}\sqrt{y}` needs both
+    // positive): top up with positive points.
+    let enough = (n / 4).max(2);
+    if real.len() < enough {
+        for pt in sample_points(syms, n, true) {
+            if real.len() >= enough {
+                break;
+            }
+            if let (Ok((a, true)), Ok((b, true))) = (eval_real_at(g, &pt, cx), eval_real_at(p, &pt, cx)) {
+                real.push((a, b));
+            }
+        }
+    }
+    Ok(if real.len() >= enough { real } else { all })
+}
+
 /// Evaluates `n` at `vars`, drawing on the comparison's work budget.
 fn eval_at(n: &Node, vars: &HashMap<String, Val>, cx: &Cx<'_>) -> Result<Val, EvalError> {
+    eval_real_at(n, vars, cx).map(|(v, _)| v)
+}
+
+/// [`eval_at`], and whether every value computed on the way was real (the point is in the
+/// real domain of `n`).
+fn eval_real_at(n: &Node, vars: &HashMap<String, Val>, cx: &Cx<'_>) -> Result<(Val, bool), EvalError> {
     if !cx.charge(EVAL_CALL_COST) {
         return Err(EvalError::TooBig("too many operations".into()));
     }
     let left = cx.work.get();
     let budget = left.min(EVAL_BUDGET);
-    let mut ctx = Ctx { vars, max_bits: cx.cfg.max_bits, budget };
-    let result = eval::eval(n, &mut ctx);
+    let mut ctx = Ctx { vars, max_bits: cx.cfg.max_bits, budget, nonreal: false };
+    let result = eval::eval(n, &mut ctx).map(|v| (v, !ctx.nonreal));
     cx.work.set(left - (budget - ctx.budget));
     if ctx.budget == 0 && budget == left {
         // Stopped by the comparison's budget, not by this evaluation's own.
@@ -434,7 +523,7 @@ fn proportional(dg: &Node, dp: &Node, cx: &Cx<'_>) -> Cmp {
     let syms = union_symbols(dg, dp);
     let mut ratio: Option<Val> = None;
     let mut compared = 0;
-    for pt in sample_points(&syms, cx.cfg.sample_points.max(2)) {
+    for pt in sample_points(&syms, cx.cfg.sample_points.max(2), false) {
         let (a, b) = match (eval_at(dg, &pt, cx), eval_at(dp, &pt, cx)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(EvalError::TooBig(d)), _) | (_, Err(EvalError::TooBig(d))) => return Cmp::TooComplex(d),
@@ -486,6 +575,11 @@ fn scalar_eq(g: &Node, p: &Node, cx: &Cx<'_>) -> Cmp {
                 }
                 d => d,
             };
+            // `X\%` is `X` only where a percentage is asked for; else it is `X / 100`.
+            let direct = match direct {
+                Cmp::Equal if !cx.percent => Cmp::NotEqual(Some(MathRelation::Percentage)),
+                d => d,
+            };
             if direct == Cmp::Equal || !cx.cfg.percent_as_fraction {
                 return direct;
             }
@@ -524,24 +618,19 @@ fn scalar_eq(g: &Node, p: &Node, cx: &Cx<'_>) -> Cmp {
             _ => Cmp::NotEqual(None),
         };
     }
-    let mut compared = 0;
-    for pt in sample_points(&syms, cx.cfg.sample_points.max(2)) {
-        match (eval_at(g, &pt, cx), eval_at(p, &pt, cx)) {
-            (Ok(a), Ok(b)) => {
-                if !eval::values_equal(&a, &b, cx.cfg.rel_tolerance) {
-                    return Cmp::NotEqual(symbolic_sign_flip(g, p, &syms, cx));
-                }
-                compared += 1;
-            }
-            (Err(EvalError::TooBig(d)), _) | (_, Err(EvalError::TooBig(d))) => return Cmp::TooComplex(d),
-            (Err(EvalError::Undefined), Err(EvalError::Undefined)) => {}
-            _ => return Cmp::NotEqual(None),
+    let values = match values_at_points(g, p, &syms, cx) {
+        Ok(v) => v,
+        Err(c) => return c,
+    };
+    for (a, b) in &values {
+        if !eval::values_equal(a, b, cx.cfg.rel_tolerance) {
+            return Cmp::NotEqual(symbolic_sign_flip(g, p, &syms, cx));
         }
     }
-    if compared >= 1 {
-        Cmp::Equal
-    } else {
+    if values.is_empty() {
         Cmp::NotEqual(None)
+    } else {
+        Cmp::Equal
     }
 }
 
@@ -549,7 +638,7 @@ fn scalar_eq(g: &Node, p: &Node, cx: &Cx<'_>) -> Cmp {
 /// (`4\frac{2}{3}` gives `14/3`), containers element by element, the rest as parsed. Within
 /// its own [`WORK_BUDGET`]; what is not evaluated in it is shown as parsed.
 pub(crate) fn pretty(n: &Node, cfg: &Config) -> String {
-    pretty_in(n, &Cx::new(cfg))
+    pretty_in(n, &Cx::new(cfg, true))
 }
 
 fn pretty_in(n: &Node, cx: &Cx<'_>) -> String {
@@ -622,7 +711,7 @@ fn constants_as_symbols(g: &Node, p: &Node, cx: &Cx<'_>) -> Option<Cmp> {
     let syms = union_symbols(&g2, &p2);
     let mut verdict = Cmp::Equal;
     let mut compared = 0;
-    for pt in sample_points(&syms, cx.cfg.sample_points.max(2)) {
+    for pt in sample_points(&syms, cx.cfg.sample_points.max(2), true) {
         match (eval_at(&g2, &pt, cx), eval_at(&p2, &pt, cx)) {
             (Ok(a), Ok(b)) if a.exact_real().is_some() && b.exact_real().is_some() => {
                 compared += 1;
@@ -640,7 +729,7 @@ fn constants_as_symbols(g: &Node, p: &Node, cx: &Cx<'_>) -> Option<Cmp> {
 /// `p = -g` as functions (`6 - 3x` for `3x - 6`), checked at the sample points.
 fn symbolic_sign_flip(g: &Node, p: &Node, syms: &[String], cx: &Cx<'_>) -> Option<MathRelation> {
     let mut compared = 0;
-    for pt in sample_points(syms, cx.cfg.sample_points.max(2)) {
+    for pt in sample_points(syms, cx.cfg.sample_points.max(2), false) {
         match (eval_at(g, &pt, cx), eval_at(p, &pt, cx)) {
             (Ok(a), Ok(b)) => {
                 let zero = Val::real(BigRational::zero());
@@ -715,6 +804,41 @@ fn relation(a: &Val, b: &Val, p: &Node, cx: &Cx<'_>) -> Option<MathRelation> {
         if d <= 15 && x.is_finite() && (x - y).abs() <= 0.5 * 10f64.powi(-(d as i32)) * (1.0 + 1e-9) {
             return Some(MathRelation::Rounded { decimals: d });
         }
+    }
+    None
+}
+
+/// Why `p`, a chain of `=` (or `\approx`), is false: its items without variables must all have
+/// one value (a decimal literal may round the value before it: `\pi = 3.14`). `None` for a
+/// true chain, or anything else. `\boxed{2+2 = 3}` states a falsehood, not the value 3.
+pub(crate) fn false_chain(p: &Node, cfg: &Config) -> Option<String> {
+    let Node::Rel(items, rels) = p else { return None };
+    if !rels.iter().all(|r| *r == Rel::Eq) {
+        return None;
+    }
+    let cx = Cx::new(cfg, true);
+    let empty = HashMap::new();
+    let mut prev: Option<(&Node, Val)> = None;
+    for item in items {
+        if !item.is_scalar() || !item.symbols().is_empty() {
+            continue;
+        }
+        let Ok(v) = eval_at(item, &empty, &cx) else { return None };
+        if let Some((pn, pv)) = &prev {
+            let rounds = |lit: &Node, exact: &Val, approx: &Val| {
+                decimals_of(lit).is_some_and(|d| {
+                    let ((x, _), (y, _)) = (exact.approx(), approx.approx());
+                    d <= 15 && (x - y).abs() <= 0.5 * 10f64.powi(-(d as i32)) * (1.0 + 1e-9)
+                })
+            };
+            let same = eval::values_equal(pv, &v, cfg.rel_tolerance)
+                || (decimals_of(item).is_some_and(|d| d > 0) && rounds(item, pv, &v))
+                || (decimals_of(pn).is_some_and(|d| d > 0) && rounds(pn, &v, pv));
+            if !same {
+                return Some(format!("the answer states a false equation: `{pn}` is not `{item}`"));
+            }
+        }
+        prev = Some((item, v));
     }
     None
 }

@@ -9,7 +9,8 @@ pub struct Config {
     /// Relative tolerance used when either side is irrational (contains `\pi`, a root that is
     /// not exact, a logarithm...). Rational values are always compared exactly. Default `1e-9`.
     pub rel_tolerance: f64,
-    /// Whether `25\%` also equals `0.25` (it always equals `25`). Default `true`.
+    /// Whether `25\%` also equals `0.25`. Default `true`. (`25\%` equals `25` only where the
+    /// question or the gold is about a percentage, or for [`crate::equivalent`].)
     pub percent_as_fraction: bool,
     /// Whether the last number in the text is taken as the answer when no boxed answer,
     /// `####` line, answer phrase or math span is found. Default `true`.
@@ -26,7 +27,10 @@ pub struct Config {
     /// Largest exact integer or rational (numerator plus denominator bits) kept exactly;
     /// larger intermediate values fall back to floating point or are refused. Default 16384.
     pub max_bits: u64,
-    /// Number of random points at which expressions with variables are compared. Default 6.
+    /// Number of random points at which expressions with variables are compared. Default 12:
+    /// rationals of both signs and varied size, drawn per variable so their order varies,
+    /// which catches sign and absolute-value errors (`|x|` against `x`); points outside the
+    /// real domain of either side are skipped while enough are left.
     pub sample_points: usize,
 }
 
@@ -40,7 +44,7 @@ impl Default for Config {
             max_answer_bytes: 4096,
             max_depth: 48,
             max_bits: 16384,
-            sample_points: 6,
+            sample_points: 12,
         }
     }
 }

@@ -43,6 +43,10 @@ pub(crate) struct Ctx<'a> {
     /// units growing with the square of its size (big-rational arithmetic reduces by a gcd,
     /// quadratic in the number of limbs), a factorial or binomial one unit per step.
     pub(crate) budget: usize,
+    /// Set when some value computed on the way was not real (`\sqrt{x}` at a negative `x`):
+    /// the point is outside the real domain of the expression, even if its value is real
+    /// (`\sqrt{x}\sqrt{y}` at two negatives).
+    pub(crate) nonreal: bool,
 }
 
 impl Ctx<'_> {
@@ -502,6 +506,10 @@ pub(crate) fn eval(n: &Node, ctx: &mut Ctx<'_>) -> R {
     };
     let v = check_size(v, max_bits)?;
     ctx.spend(size_cost(&v))?;
+    ctx.nonreal |= match &v {
+        Val::Exact(_, b) => !b.is_zero(),
+        Val::Approx(_, b) => *b != 0.0,
+    };
     Ok(v)
 }
 
@@ -529,7 +537,7 @@ mod tests {
 
     fn ev(s: &str) -> R {
         let vars = HashMap::new();
-        let mut ctx = Ctx { vars: &vars, max_bits: 16384, budget: 10_000 };
+        let mut ctx = Ctx { vars: &vars, max_bits: 16384, budget: 10_000, nonreal: false };
         eval(&parse(s, 48, 4096).unwrap().node, &mut ctx)
     }
 

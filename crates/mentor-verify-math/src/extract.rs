@@ -23,7 +23,8 @@ pub struct Extracted {
     pub count: usize,
 }
 
-const PHRASES: &[&str] = &[
+/// The answer phrases, lower case.
+pub(crate) const PHRASES: &[&str] = &[
     "the final answer is",
     "final answer is",
     "the answer is",
@@ -198,7 +199,16 @@ fn hashes(s: &str) -> Option<(Extracted, Range<usize>)> {
     None
 }
 
-/// The end of a sentence-like answer after a phrase: newline, `. `, `, `, `;`, ` I hope`.
+/// Whether `rest` (after a `,` or `;`) goes on with a list item: math, or `and`/`or` then math.
+fn list_goes_on(rest: &str) -> bool {
+    let r = rest.trim_start();
+    let r = ["and ", "or "].iter().find_map(|w| r.strip_prefix(w)).map_or(r, str::trim_start);
+    r.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '$' | '\\' | '(' | '[' | '{'))
+        || (r.starts_with(['-', '.']) && r[1..].starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// The end of a sentence-like answer after a phrase: newline, `. `, `;`, or a `, ` that does not
+/// go on with a list item (a prose list `3, 5, and 7` is read whole).
 fn sentence_end(rest: &str) -> usize {
     let b = rest.as_bytes();
     let mut depth = 0i32;
@@ -213,7 +223,9 @@ fn sentence_end(rest: &str) -> usize {
                     return k;
                 }
             }
-            b',' | b';' if depth <= 0 && b.get(k + 1) == Some(&b' ') => return k,
+            b',' | b';' if depth <= 0 && b.get(k + 1) == Some(&b' ') && !list_goes_on(&rest[k + 1..]) => {
+                return k
+            }
             _ => {}
         }
     }
@@ -445,6 +457,16 @@ fn last_number(s: &str) -> Option<(Extracted, Range<usize>)> {
     };
     let text = &s[start..end];
     Some((Extracted { text: text.to_string(), source: AnswerSource::LastNumber, count: 1 }, start..end))
+}
+
+/// The text of the last number in `s` (see [`extract`]'s last-number fallback).
+pub(crate) fn last_number_text(s: &str) -> Option<String> {
+    last_number(s).map(|(e, _)| e.text)
+}
+
+/// The text of the last `####` line or answer phrase in `s`.
+pub(crate) fn statement_text(s: &str) -> Option<String> {
+    hashes(s).or_else(|| phrase(s)).map(|(e, _)| e.text)
 }
 
 /// Whether a short completion is itself the answer (`x = 12`, `2/3.`, `12 cm`).

@@ -11,7 +11,7 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Zero};
 
-use crate::digit_groups;
+use crate::{digit_groups, words};
 
 /// A function applied to one argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,16 +242,37 @@ struct Lexer<'a> {
     s: &'a [u8],
     i: usize,
     out: Vec<Tok>,
+    /// Marks the lexer skips but cannot read as part of a value: `?`, a `~` before a number.
+    stray: Vec<String>,
     /// Closing braces of `\textbf{..}`-like groups that must not become tokens, by depth.
     skip_close: Vec<usize>,
     brace_depth: usize,
 }
 
 /// Lexes one answer. The input is expected to have gone through [`normalise_unicode`].
+#[cfg(test)]
 pub(crate) fn lex(src: &str) -> Result<Vec<Tok>, LexError> {
-    let mut lx = Lexer { s: src.as_bytes(), i: 0, out: Vec::new(), skip_close: Vec::new(), brace_depth: 0 };
+    lex_marked(src).map(|(toks, _)| toks)
+}
+
+/// [`lex`], with the stray marks it skipped: `?` and a `~` right before a number (`3?`, `~3`),
+/// which belong to no value and make the answer unread.
+pub(crate) fn lex_marked(src: &str) -> Result<(Vec<Tok>, Vec<String>), LexError> {
+    let mut lx = Lexer {
+        s: src.as_bytes(),
+        i: 0,
+        out: Vec::new(),
+        stray: Vec::new(),
+        skip_close: Vec::new(),
+        brace_depth: 0,
+    };
     lx.run()?;
-    Ok(lx.out)
+    Ok((lx.out, lx.stray))
+}
+
+/// Whether `t` ends a value a multiplier word can scale (`3 thousand`, `(2+1) dozen`).
+fn ends_value(t: Option<&Tok>) -> bool {
+    matches!(t, Some(Tok::Num { .. } | Tok::RParen | Tok::RBrace | Tok::RBrack))
 }
 
 impl Lexer<'_> {
@@ -302,7 +323,20 @@ impl Lexer<'_> {
     fn run(&mut self) -> Result<(), LexError> {
         while let Some(c) = self.peek() {
             match c {
-                b' ' | b'\t' | b'\n' | b'\r' | b'~' | b'$' => self.i += 1,
+                b'~' => {
+                    // A no-break space, but `~3` (not a digit group: the number lexer takes
+                    // those) is the tilde of an approximation.
+                    let prev_digit = self.i > 0 && self.s[self.i - 1].is_ascii_digit();
+                    let next = self.peek_at(1);
+                    let next_num = next.is_some_and(|b| b.is_ascii_digit())
+                        || (matches!(next, Some(b'.' | b'-' | b'+'))
+                            && self.peek_at(2).is_some_and(|b| b.is_ascii_digit()));
+                    if next_num && !prev_digit {
+                        self.stray.push("~".into());
+                    }
+                    self.i += 1;
+                }
+                b' ' | b'\t' | b'\n' | b'\r' | b'$' => self.i += 1,
                 b'0'..=b'9' => self.number()?,
                 b'.' if matches!(self.peek_at(1), Some(b'0'..=b'9')) => self.number()?,
                 // A period that does not start a decimal is punctuation (`\boxed{104.}`).
@@ -376,7 +410,11 @@ impl Lexer<'_> {
                         b']' => Tok::RBrack,
                         b'|' => Tok::Bar,
                         b'&' => Tok::Amp,
-                        b'\'' | b'"' | b'?' | b'`' => continue,
+                        b'?' => {
+                            self.stray.push("?".into());
+                            continue;
+                        }
+                        b'\'' | b'"' | b'`' => continue,
                         _ => {
                             // Non-ASCII letters and symbols we do not know.
                             let ch = String::from_utf8_lossy(&self.s[self.i - 1..self.i]).into_owned();
@@ -503,6 +541,14 @@ impl Lexer<'_> {
             self.out.push(Tok::Func(f));
             return;
         }
+        if lower == "and" && ends_value(self.out.last()) {
+            if let Some((len, n, d)) = self.and_fraction() {
+                self.i += len;
+                self.out.push(Tok::Plus);
+                self.out.push(fraction(n, d));
+                return;
+            }
+        }
         match lower.as_str() {
             "pi" => return self.out.push(Tok::Pi),
             "inf" | "infty" | "infinity" => return self.out.push(Tok::Inf),
@@ -524,12 +570,62 @@ impl Lexer<'_> {
         }
     }
 
+    /// After `and`: the bytes of ` a half` (` one quarter`, ...) and the fraction they add.
+    fn and_fraction(&self) -> Option<(usize, u32, u32)> {
+        let rest = std::str::from_utf8(self.rest()).ok()?;
+        words::AND_FRACTIONS.iter().find_map(|(ws, n, d)| {
+            let mut r = rest;
+            for w in *ws {
+                let t = r.trim_start();
+                let head = t.get(..w.len())?;
+                if t.len() == r.len() || !head.eq_ignore_ascii_case(w) {
+                    return None;
+                }
+                r = &t[w.len()..];
+            }
+            let ends = !r.starts_with(|c: char| c.is_ascii_alphabetic());
+            ends.then_some((rest.len() - r.len(), *n, *d))
+        })
+    }
+
+    /// Pushes prose words; a multiplier right after a value scales it (`3 thousand`), and
+    /// `and a half` after a value adds to it.
     fn push_word(&mut self, word: String) {
-        if let Some(Tok::Word(prev)) = self.out.last_mut() {
-            prev.push(' ');
-            prev.push_str(&word);
-        } else {
-            self.out.push(Tok::Word(word));
+        let parts: Vec<&str> = word.split_whitespace().collect();
+        let mut k = 0;
+        while k < parts.len() {
+            let w = parts[k];
+            if ends_value(self.out.last()) {
+                if let Some(m) = words::multiplier(w) {
+                    self.out.push(Tok::Star);
+                    self.out.push(Tok::Num {
+                        value: BigRational::from_integer(BigInt::from(m)),
+                        decimals: 0,
+                        integer: true,
+                    });
+                    k += 1;
+                    continue;
+                }
+                if w.eq_ignore_ascii_case("and") {
+                    let hit = words::AND_FRACTIONS.iter().find(|(ws, _, _)| {
+                        ws.len() + k < parts.len()
+                            && ws.iter().zip(&parts[k + 1..]).all(|(a, b)| a.eq_ignore_ascii_case(b))
+                    });
+                    if let Some((ws, n, d)) = hit {
+                        self.out.push(Tok::Plus);
+                        self.out.push(fraction(*n, *d));
+                        k += 1 + ws.len();
+                        continue;
+                    }
+                }
+            }
+            if let Some(Tok::Word(prev)) = self.out.last_mut() {
+                prev.push(' ');
+                prev.push_str(w);
+            } else {
+                self.out.push(Tok::Word(w.to_string()));
+            }
+            k += 1;
         }
     }
 
@@ -683,6 +779,11 @@ impl Lexer<'_> {
         self.skip_close.push(self.brace_depth);
         Ok(())
     }
+}
+
+/// The literal `n/d` (a fraction word's value).
+fn fraction(n: u32, d: u32) -> Tok {
+    Tok::Num { value: BigRational::new(BigInt::from(n), BigInt::from(d)), decimals: u32::MAX, integer: false }
 }
 
 /// The exact value of a decimal literal `int.frac`.

@@ -48,6 +48,11 @@ pub(crate) struct Parsed {
     pub(crate) words_before_math: bool,
     /// Words appeared anywhere (a text answer, units).
     pub(crate) has_words: bool,
+    /// The words of the answer (prose, units), lower case, each on its own: what the checker
+    /// must be able to read ([`crate::words`]).
+    pub(crate) words: Vec<String>,
+    /// Marks skipped that belong to no value (`?`, a `~` before a number).
+    pub(crate) stray: Vec<String>,
 }
 
 struct Parser {
@@ -70,13 +75,32 @@ pub(crate) fn tree_depth_limit(max_depth: usize) -> usize {
 
 /// Parses one answer string (LaTeX or plain text).
 pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parsed, ParseError> {
+    parse_answer(src, max_depth, max_len, false)
+}
+
+/// [`parse`]; with `unit_letters`, a single-letter unit right after a number (`1000 m`,
+/// `5 \text{ s}`) is a unit word, not a variable (for golds without variables).
+pub(crate) fn parse_answer(
+    src: &str,
+    max_depth: usize,
+    max_len: usize,
+    unit_letters: bool,
+) -> Result<Parsed, ParseError> {
     if src.len() > max_len {
         return Err(ParseError::TooLong);
     }
     let max_depth = max_depth.min(MAX_DEPTH_CEILING);
     let norm = lexer::normalise_unicode(src);
-    let toks = lexer::lex(&norm)
+    let (mut toks, stray) = lexer::lex_marked(&norm)
         .map_err(|LexError::Unknown(u)| ParseError::Syntax(format!("unknown symbol `{u}`")))?;
+    if unit_letters {
+        units_as_words(&mut toks);
+    }
+    let words: Vec<String> = toks
+        .iter()
+        .filter_map(|t| if let Tok::Word(w) = t { Some(w.as_str()) } else { None })
+        .flat_map(|w| w.split_whitespace().map(str::to_string))
+        .collect();
     // Words alone are a text answer.
     if !toks.is_empty() && toks.iter().all(|t| matches!(t, Tok::Word(_) | Tok::Comma)) {
         let text = toks
@@ -88,6 +112,8 @@ pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parse
             node: Node::Text(normalise_text(&text)),
             words_before_math: false,
             has_words: true,
+            words,
+            stray,
         });
     }
     let mut words_before_math = false;
@@ -100,7 +126,9 @@ pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parse
             _ => {}
         }
     }
-    let toks = drop_words(toks);
+    let mut toks = drop_words(toks);
+    // `3, 5, and 7`: the `and` after a comma is the same separator.
+    toks.dedup_by(|b, a| *a == Tok::Comma && *b == Tok::Comma);
     let toks = trim_trailing(toks);
     if toks.is_empty() {
         return Err(ParseError::Syntax("empty answer".into()));
@@ -113,7 +141,33 @@ pub(crate) fn parse(src: &str, max_depth: usize, max_len: usize) -> Result<Parse
     if node.deeper_than(tree_depth_limit(max_depth)) {
         return Err(ParseError::TooDeep);
     }
-    Ok(Parsed { node, words_before_math, has_words: seen_word })
+    Ok(Parsed { node, words_before_math, has_words: seen_word, words, stray })
+}
+
+/// A single-letter unit (`m`, `s`) right after a number and ending the value (before the end,
+/// a separator, a relation, a word or a closing bracket) becomes a unit word.
+fn units_as_words(toks: &mut [Tok]) {
+    for k in 1..toks.len() {
+        let Tok::Sym(u) = &toks[k] else { continue };
+        if !crate::words::UNIT_LETTERS.contains(&u.as_str()) || !matches!(toks[k - 1], Tok::Num { .. }) {
+            continue;
+        }
+        let ends = matches!(
+            toks.get(k + 1),
+            None | Some(
+                Tok::Comma
+                    | Tok::Rel(_)
+                    | Tok::Word(_)
+                    | Tok::RParen
+                    | Tok::RBrace
+                    | Tok::RBrack
+                    | Tok::Caret
+            )
+        );
+        if ends {
+            toks[k] = Tok::Word(u.clone());
+        }
+    }
 }
 
 /// Removes words (prose, units) and the exponent of a unit (`\text{ cm}^2`).

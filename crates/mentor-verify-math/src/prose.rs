@@ -63,6 +63,11 @@ const TEXT_COMMANDS: &[&str] = &[
     "operatorname",
 ];
 
+/// Whether `\name` is a `\text{..}`-like command (its group is prose).
+pub(crate) fn is_text_command(name: &str) -> bool {
+    TEXT_COMMANDS.contains(&name)
+}
+
 /// Commands that are layout: skipped, their group (if any) read on as usual.
 const LAYOUT_COMMANDS: &[&str] = &[
     "boxed",

@@ -5,7 +5,9 @@ use rayon::prelude::*;
 
 use crate::config::Config;
 
-/// Judges math tasks ([`Payload::Math`]) by their gold answer. Code tasks are refused with
+/// Judges math tasks ([`Payload::Math`]) by their gold answer, reading the task's question
+/// ([`Task::question`]) for the words an answer may use ([`crate::check_with_question`]).
+/// Code tasks are refused with
 /// [`VerifierError::Unsupported`].
 #[derive(Debug, Clone, Default)]
 pub struct MathVerifier {
@@ -31,7 +33,12 @@ impl Verifier for MathVerifier {
 
     fn verify(&self, task: &Task, completion: &str) -> Result<Verdict, VerifierError> {
         match &task.payload {
-            Payload::Math(m) => Ok(crate::check(&m.answer, completion, &self.config)),
+            Payload::Math(m) => {
+                // The question's words name what the answer counts ("42 pencils").
+                let q = task.question();
+                let q = (!q.trim().is_empty()).then_some(q);
+                Ok(crate::check_with_question(&m.answer, completion, q, &self.config))
+            }
             Payload::Code(_) => Err(VerifierError::Unsupported {
                 verifier: "math",
                 task_id: task.id.clone(),

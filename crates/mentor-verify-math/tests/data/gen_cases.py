@@ -10,6 +10,10 @@ Labels are right by construction, never taken from the checker:
 - hand-written cases cover each parsing and equivalence rule, their labels follow from
   elementary arithmetic (noted per case).
 
+MATH-500 reference solutions carry their problem as `question`: the checker reads the
+question's words and whether it asks for a percentage (`\\boxed{10}\\%` answers a question
+for a rate in percent with 10).
+
 Usage: python3 gen_cases.py /path/to/shared/datasets > cases.jsonl
 """
 
@@ -25,8 +29,11 @@ rng = random.Random(7)
 out = []
 
 
-def case(gold, completion, expected, note):
-    out.append({"gold": gold, "completion": completion, "expected": expected, "note": note})
+def case(gold, completion, expected, note, question=None):
+    c = {"gold": gold, "completion": completion, "expected": expected, "note": note}
+    if question is not None:
+        c["question"] = question
+    out.append(c)
 
 
 def commas(n):
@@ -67,7 +74,7 @@ for k, rec in enumerate(math):
     picked += 1
     uid = rec.get("unique_id", f"math500/{k}")
     if "\\boxed" in rec["solution"] and k % 3 == 0:
-        case(ans, rec["solution"], True, f"{uid}: reference solution")
+        case(ans, rec["solution"], True, f"{uid}: reference solution", question=rec["problem"])
     case(ans, f"Final Answer: The final answer is ${ans}$. I hope it is correct.", True, f"{uid}: Minerva wrapper")
     case(ans, f"Putting it together, \\[ \\boxed{{{ans.replace(chr(92) + 'frac', chr(92) + 'dfrac')}}} \\]", True,
          f"{uid}: boxed display, dfrac")

@@ -4,7 +4,10 @@
 //! contract, and as properties over generated qualifiers and digit groupings.
 
 use mentor_core::{Feedback, MathFeedback, MathOutcome};
-use mentor_verify_math::{check, check_feedback, cli, Config};
+use mentor_verify_math::{check, check_feedback, check_with_question, cli, Config};
+
+/// A question about apples: its nouns may name what an answer counts ("3 apples").
+const APPLES: &str = "Sam has some apples and then buys more. How many apples does Sam have now?";
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -37,7 +40,8 @@ const REFUSED: &[(&str, &str, MathOutcome, &str)] = &[
 ];
 
 /// Units, plain words, ordinary phrasings, thousands groups and implicit multiplication that
-/// must keep working.
+/// must keep working (judged with [`APPLES`] as the question: a counted noun is a word of the
+/// question, see `tests/it/reading.rs`).
 const ACCEPTED: &[(&str, &str)] = &[
     ("3", r"\boxed{3 \text{ cm}}"),
     ("3", r"\boxed{3\text{ dollars}}"),
@@ -84,7 +88,7 @@ fn hedged_and_malformed_answers_are_refused_with_the_reason() {
 #[test]
 fn units_plain_words_groupings_and_products_still_pass() {
     for (gold, completion) in ACCEPTED {
-        let v = check(gold, completion, &Config::default());
+        let v = check_with_question(gold, completion, Some(APPLES), &Config::default());
         assert!(v.passed(), "{completion} vs {gold}: {:?}", v.feedback());
     }
 }
@@ -241,10 +245,10 @@ proptest! {
         };
         let q = capitalised(list[pick.index(list.len())], cap && !symbol);
         let control = qualified(n, None, before, symbol, form);
-        let v = check(&gold, &control, &cfg);
+        let v = check_with_question(&gold, &control, Some(APPLES), &cfg);
         prop_assert!(v.passed(), "control {control:?}: {:?}", v.feedback());
         let hedged = qualified(n, Some(&q), before, symbol, form);
-        let v = check(&gold, &hedged, &cfg);
+        let v = check_with_question(&gold, &hedged, Some(APPLES), &cfg);
         prop_assert!(!v.passed(), "{hedged:?} judged correct: {:?}", v.feedback());
         // The reason is checked by the table test; some forms are cut by extraction first
         // ("The answer is approx. 3." ends at `approx.`), which is not correct either.

@@ -1,5 +1,5 @@
 //! Integration tests of mentor-verify-math: the peer-labelled fixture, the labelled case table,
-//! hedged and malformed answers, resource bounds, and properties.
+//! hedged and malformed answers, the whole answer region read, resource bounds, and properties.
 
 mod cases;
 mod datasets;
@@ -7,6 +7,7 @@ mod depth;
 mod fixture;
 mod hedges;
 mod props;
+mod reading;
 mod safety;
 
 use std::path::PathBuf;
