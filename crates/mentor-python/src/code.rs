@@ -8,7 +8,9 @@ use mentor_core::assets::AssetDir;
 use mentor_core::{
     CodeHarness, CodePayload, IoCase, Payload, Task, TaskMeta, Verdict, Verifier, VerifierError,
 };
-use mentor_verify_code::{CodeVerifier, Limits, RewardMode, Sandbox, SandboxConfig, VerifierConfig};
+use mentor_verify_code::{
+    CodeVerifier, Format, Limits, RecordError, RewardMode, Sandbox, SandboxConfig, TaskRecord, VerifierConfig,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -20,56 +22,60 @@ use crate::{RuntimeMissingError, SandboxError};
 /// The test formats, as `mentor verify code --format` names them.
 const FORMATS: &str = "\"humaneval\", \"mbpp\" or \"stdio\"";
 
+/// The Python argument that carries a record field, for error messages.
+fn argument(field: &str) -> &str {
+    match field {
+        "test" | "test_list" => "tests",
+        "test_setup_code" => "setup_code",
+        "test_imports" => "imports",
+        other => other,
+    }
+}
+
 /// The harness of a code task from the Python arguments of `verify` (`tests` in the shape
-/// `format` asks for); errors name the argument.
+/// `format` asks for), through the one [`TaskRecord`] conversion the CLI and `CodeReward` use;
+/// errors name the argument.
 pub(crate) fn harness(
     tests: &Bound<'_, PyAny>,
     format: &str,
     entry_point: Option<&str>,
-    prompt: &str,
-    setup_code: &str,
+    prompt: Option<&str>,
+    setup_code: Option<&str>,
     imports: Option<Vec<String>>,
 ) -> PyResult<CodeHarness> {
+    let format: Format = format
+        .parse()
+        .map_err(|_| PyValueError::new_err(format!("format: unknown format `{format}` (use {FORMATS})")))?;
     let no_str = |what: &str| {
-        PyValueError::new_err(format!("tests: for format=\"{format}\" pass a list of {what}, not one string"))
+        PyValueError::new_err(format!(
+            "tests: for format=\"{}\" pass a list of {what}, not one string",
+            format.name()
+        ))
+    };
+    let mut record = TaskRecord {
+        prompt: prompt.map(str::to_owned),
+        entry_point: entry_point.map(str::to_owned),
+        test_setup_code: setup_code.map(str::to_owned),
+        test_imports: imports,
+        ..TaskRecord::default()
     };
     match format {
-        "humaneval" => {
-            let test = tests.extract::<String>().map_err(|_| {
+        Format::HumanEval => {
+            record.test = Some(tests.extract::<String>().map_err(|_| {
                 PyValueError::new_err(
                     "tests: for format=\"humaneval\" pass the test code (a str defining check)",
                 )
-            })?;
-            let entry_point = entry_point
-                .ok_or_else(|| PyValueError::new_err("entry_point is required for format=\"humaneval\""))?;
-            if entry_point.is_empty() || !entry_point.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                return Err(PyValueError::new_err(format!(
-                    "entry_point: `{entry_point}` is not a Python identifier"
-                )));
-            }
-            Ok(CodeHarness::HumanEval {
-                prompt: prompt.to_owned(),
-                test,
-                entry_point: entry_point.to_owned(),
-            })
+            })?);
         }
-        "mbpp" => {
+        Format::Mbpp => {
             if tests.cast::<PyString>().is_ok() {
                 return Err(no_str("assert lines"));
             }
-            let tests: Vec<String> = tests.extract().map_err(|_| {
+            record.test_list = Some(tests.extract().map_err(|_| {
                 PyValueError::new_err("tests: for format=\"mbpp\" pass a list of assert lines (str)")
-            })?;
-            if tests.is_empty() {
-                return Err(PyValueError::new_err("tests: the list of assert lines is empty"));
-            }
-            Ok(CodeHarness::Mbpp {
-                tests,
-                setup_code: setup_code.to_owned(),
-                imports: imports.unwrap_or_default(),
-            })
+            })?);
         }
-        "stdio" => {
+        Format::Stdio => {
             if tests.cast::<PyString>().is_ok() {
                 return Err(no_str("cases"));
             }
@@ -79,15 +85,24 @@ pub(crate) fn harness(
                      (input, output) pairs",
                 )
             })?;
-            let cases =
-                list.iter().enumerate().map(|(i, case)| io_case(case, i)).collect::<PyResult<Vec<_>>>()?;
-            if cases.is_empty() {
-                return Err(PyValueError::new_err("tests: the list of cases is empty"));
-            }
-            Ok(CodeHarness::Stdio { cases })
+            record.cases = Some(
+                list.iter().enumerate().map(|(i, case)| io_case(case, i)).collect::<PyResult<Vec<_>>>()?,
+            );
         }
-        other => Err(PyValueError::new_err(format!("format: unknown format `{other}` (use {FORMATS})"))),
     }
+    record.harness(format).map_err(|e| {
+        let arg = argument(e.field());
+        let why = match &e {
+            RecordError::Missing { field: "prompt", .. } => {
+                "prompt is required for format=\"humaneval\": the task's prompt (the signature the program \
+                 continues and the helper functions its tests call)"
+                    .to_string()
+            }
+            RecordError::Missing { format, .. } => format!("{arg} is required for format=\"{format}\""),
+            RecordError::Invalid { reason, .. } => reason.clone(),
+        };
+        PyValueError::new_err(format!("{arg}: {why}"))
+    })
 }
 
 fn io_case(case: &Bound<'_, PyAny>, i: usize) -> PyResult<IoCase> {
@@ -191,8 +206,8 @@ impl CodeSandbox {
         runtime = None,
         cache_dir = None,
         concurrency = 0,
-        cpu_time = 5.0,
-        wall_time = 10.0,
+        cpu_time = None,
+        wall_time = None,
         memory_bytes = 256 << 20,
         stdout_bytes = 64 << 10,
         stderr_bytes = 64 << 10,
@@ -206,8 +221,8 @@ impl CodeSandbox {
         runtime: Option<PathBuf>,
         cache_dir: Option<PathBuf>,
         concurrency: usize,
-        cpu_time: f64,
-        wall_time: f64,
+        cpu_time: Option<f64>,
+        wall_time: Option<f64>,
         memory_bytes: usize,
         stdout_bytes: usize,
         stderr_bytes: usize,
@@ -223,9 +238,12 @@ impl CodeSandbox {
                 )))
             }
         };
+        // The defaults are the crate's: a CPU limit scaled from a native budget by the
+        // sandbox's recorded slowdown (`mentor_verify_code::SANDBOX_SLOWDOWN`).
+        let default = Limits::default();
         let limits = Limits {
-            cpu_time: duration(cpu_time, "cpu_time")?,
-            wall_time: duration(wall_time, "wall_time")?,
+            cpu_time: cpu_time.map_or(Ok(default.cpu_time), |s| duration(s, "cpu_time"))?,
+            wall_time: wall_time.map_or(Ok(default.wall_time), |s| duration(s, "wall_time"))?,
             memory_bytes,
             stdout_bytes,
             stderr_bytes,
@@ -302,8 +320,8 @@ impl CodeSandbox {
         tests,
         format = "humaneval",
         entry_point = None,
-        prompt = "",
-        setup_code = "",
+        prompt = None,
+        setup_code = None,
         imports = None,
         errors = "raise",
     ))]
@@ -315,8 +333,8 @@ impl CodeSandbox {
         tests: &Bound<'_, PyAny>,
         format: &str,
         entry_point: Option<&str>,
-        prompt: &str,
-        setup_code: &str,
+        prompt: Option<&str>,
+        setup_code: Option<&str>,
         imports: Option<Vec<String>>,
         errors: &str,
     ) -> PyResult<PyVerdict> {
@@ -331,8 +349,8 @@ impl CodeSandbox {
         }
     }
 
-    /// Judges many programs in parallel: `tests[i]` (and `entry_points[i]`, `prompts[i]`) go
-    /// with `programs[i]`; verdicts in input order.
+    /// Judges many programs in parallel: `tests[i]` (and `entry_points[i]`, `prompts[i]`,
+    /// `setup_codes[i]`, `imports[i]`) go with `programs[i]`; verdicts in input order.
     #[pyo3(signature = (
         programs,
         *,
@@ -340,6 +358,8 @@ impl CodeSandbox {
         format = "humaneval",
         entry_points = None,
         prompts = None,
+        setup_codes = None,
+        imports = None,
         errors = "raise",
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -350,7 +370,9 @@ impl CodeSandbox {
         tests: Vec<Bound<'_, PyAny>>,
         format: &str,
         entry_points: Option<Vec<Option<String>>>,
-        prompts: Option<Vec<String>>,
+        prompts: Option<Vec<Option<String>>>,
+        setup_codes: Option<Vec<Option<String>>>,
+        imports: Option<Vec<Option<Vec<String>>>>,
         errors: &str,
     ) -> PyResult<Vec<PyVerdict>> {
         let policy = on_error(errors)?;
@@ -361,27 +383,26 @@ impl CodeSandbox {
                 tests.len()
             )));
         }
-        if let Some(e) = &entry_points {
-            if e.len() != n {
-                return Err(PyValueError::new_err(format!(
-                    "entry_points must hold one entry per program ({} entry points, {n} programs)",
-                    e.len()
-                )));
+        let per_program = |name: &str, len: Option<usize>| -> PyResult<()> {
+            match len {
+                Some(len) if len != n => Err(PyValueError::new_err(format!(
+                    "{name} must hold one entry per program ({len} {}, {n} programs)",
+                    name.replace('_', " ")
+                ))),
+                _ => Ok(()),
             }
-        }
-        if let Some(p) = &prompts {
-            if p.len() != n {
-                return Err(PyValueError::new_err(format!(
-                    "prompts must hold one entry per program ({} prompts, {n} programs)",
-                    p.len()
-                )));
-            }
-        }
+        };
+        per_program("entry_points", entry_points.as_ref().map(Vec::len))?;
+        per_program("prompts", prompts.as_ref().map(Vec::len))?;
+        per_program("setup_codes", setup_codes.as_ref().map(Vec::len))?;
+        per_program("imports", imports.as_ref().map(Vec::len))?;
         let mut tasks = Vec::with_capacity(n);
         for (i, t) in tests.iter().enumerate() {
             let ep = entry_points.as_ref().and_then(|e| e[i].as_deref());
-            let prompt = prompts.as_ref().map_or("", |p| p[i].as_str());
-            let h = harness(t, format, ep, prompt, "", None)
+            let prompt = prompts.as_ref().and_then(|p| p[i].as_deref());
+            let setup = setup_codes.as_ref().and_then(|s| s[i].as_deref());
+            let imp = imports.as_ref().and_then(|m| m[i].clone());
+            let h = harness(t, format, ep, prompt, setup, imp)
                 .map_err(|e| PyValueError::new_err(format!("item {i}: {}", e.value(py))))?;
             tasks.push(code_task(format!("python/{i}"), String::new(), h, None));
         }

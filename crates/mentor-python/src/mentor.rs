@@ -64,7 +64,8 @@ fn get_str(d: &Bound<'_, PyDict>, key: &str) -> PyResult<Option<String>> {
 /// A task from Python: a full task dict (with `payload`, as the Rust `Task` serialises), a
 /// math dict `{"question", "answer", "solution"?, "id"?}` (a GSM8K answer with its `####` line
 /// is split into rationale and gold, as the GSM8K loader does), or a code dict
-/// `{"question"?, "tests", "format"?, "entry_point"?, "prompt"?, "reference_solution"?, "id"?}`.
+/// `{"question"?, "tests", "format"?, "entry_point"?, "prompt"?, "setup_code"?, "imports"?,
+/// "reference_solution"?, "id"?}` (the fields of `CodeSandbox.verify`; HumanEval needs `prompt`).
 pub(crate) fn task_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Task> {
     let d = obj.cast::<PyDict>().map_err(|_| PyValueError::new_err("task must be a dict"))?;
     if d.contains("payload")? {
@@ -75,10 +76,24 @@ pub(crate) fn task_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Task> {
     if let Some(tests) = d.get_item("tests")? {
         let format = get_str(d, "format")?.unwrap_or_else(|| "humaneval".into());
         let entry_point = get_str(d, "entry_point")?;
-        let prompt = get_str(d, "prompt")?.unwrap_or_default();
-        let harness = crate::code::harness(&tests, &format, entry_point.as_deref(), &prompt, "", None)
-            .map_err(|e| PyValueError::new_err(format!("task: {}", e.value(obj.py()))))?;
-        let question = if question.is_empty() { prompt } else { question };
+        let prompt = get_str(d, "prompt")?;
+        let setup_code = get_str(d, "setup_code")?;
+        let imports: Option<Vec<String>> = match d.get_item("imports")? {
+            Some(v) if !v.is_none() => Some(
+                v.extract().map_err(|_| PyValueError::new_err("task[\"imports\"] must be a list of str"))?,
+            ),
+            _ => None,
+        };
+        let harness = crate::code::harness(
+            &tests,
+            &format,
+            entry_point.as_deref(),
+            prompt.as_deref(),
+            setup_code.as_deref(),
+            imports,
+        )
+        .map_err(|e| PyValueError::new_err(format!("task: {}", e.value(obj.py()))))?;
+        let question = if question.is_empty() { prompt.unwrap_or_default() } else { question };
         return Ok(crate::code::code_task(id, question, harness, get_str(d, "reference_solution")?));
     }
     let Some(answer) = get_str(d, "answer")? else {

@@ -58,3 +58,14 @@ def run_cli(args, lines):
     if out.returncode != 0:
         raise AssertionError(f"mentor {' '.join(args)} failed: {out.stderr.decode(errors='replace')}")
     return [json.loads(line) for line in out.stdout.decode().splitlines() if line.strip()]
+
+
+def code_reward():
+    """A `mentor_rl.trl.CodeReward` on its own sandbox, or SkipTest when the runtime is missing."""
+    import mentor_rl
+    import mentor_rl.trl as mtrl
+
+    try:
+        return mtrl.CodeReward(sandbox=mentor_rl.CodeSandbox())
+    except mentor_rl.RuntimeMissingError as e:
+        raise unittest.SkipTest(str(e))

@@ -91,10 +91,12 @@ class HumanEval(unittest.TestCase):
 
     def test_one_program_through_verify(self):
         r = self.records[0]
-        v = sandbox().verify(r["prompt"] + r["canonical_solution"], tests=r["test"], entry_point=r["entry_point"])
+        v = sandbox().verify(
+            r["prompt"] + r["canonical_solution"], tests=r["test"], entry_point=r["entry_point"], prompt=r["prompt"]
+        )
         self.assertTrue(v.correct)
         markdown = "Here it is:\n```python\n" + r["prompt"] + "    return False\n```\n"
-        v = sandbox().verify(markdown, tests=r["test"], entry_point=r["entry_point"])
+        v = sandbox().verify(markdown, tests=r["test"], entry_point=r["entry_point"], prompt=r["prompt"])
         self.assertFalse(v.correct)
         self.assertEqual(v.outcome, "wrong_answer")
         self.assertEqual(v.feedback["failed_test"]["index"], 0)
@@ -338,6 +340,32 @@ class Arguments(unittest.TestCase):
             sandbox().verify("def f(): pass", tests="def check(c): pass", entry_point="f; import os")
         self.assertIn("entry_point", str(e.exception))
 
+    def test_humaneval_needs_its_prompt(self):
+        # HumanEval/32, /38, /50 test with helpers defined in the prompt: without it the tests
+        # would fail on a NameError blamed on the program, so a missing prompt is an error.
+        with self.assertRaises(ValueError) as e:
+            sandbox().verify("def f():\n    return 1\n", tests="def check(c):\n    assert c() == 1\n", entry_point="f")
+        self.assertIn("prompt", str(e.exception))
+        v = sandbox().verify(
+            "def f():\n    return 1\n", tests="def check(c):\n    assert c() == 1\n", entry_point="f", prompt=""
+        )
+        self.assertTrue(v.correct, v.feedback)
+
+    def test_verify_many_carries_setup_code_and_imports(self):
+        program = "class Node:\n    def __init__(self, v):\n        self.v = v\n\ndef value(n):\n    return n.v\n"
+        tests = [["assert value(root) == 3"], ["assert math.isclose(value(Node(2)), 2.0)"]]
+        v = sandbox().verify_many(
+            [program, program], tests=tests, format="mbpp", setup_codes=["root = Node(3)", None], imports=[None, ["import math"]]
+        )
+        self.assertEqual([x.correct for x in v], [True, True], [x.feedback for x in v])
+        with self.assertRaises(ValueError) as e:
+            sandbox().verify_many([program], tests=tests[:1], format="mbpp", setup_codes=[])
+        self.assertIn("setup_codes", str(e.exception))
+        # Without its setup code the task reads a value nothing defines: it cannot be judged.
+        with self.assertRaises(ValueError) as e:
+            sandbox().verify_many([program], tests=tests[:1], format="mbpp")
+        self.assertIn("test_setup_code", str(e.exception))
+
     def test_tests_in_the_wrong_shape(self):
         with self.assertRaises(ValueError) as e:
             sandbox().verify("x = 1", tests="assert x == 1", format="mbpp")
@@ -382,7 +410,7 @@ class Arguments(unittest.TestCase):
 
     def test_an_unjudgeable_task_raises_or_scores_zero(self):
         # Test code that does not parse: the task cannot be judged (not the program's fault).
-        kwargs = dict(tests="def check(candidate) oops", entry_point="f")
+        kwargs = dict(tests="def check(candidate) oops", entry_point="f", prompt="")
         with self.assertRaises((ValueError, mentor_rl.SandboxError)):
             sandbox().verify("def f():\n    return 1\n", **kwargs)
         v = sandbox().verify("def f():\n    return 1\n", errors="verdict", **kwargs)

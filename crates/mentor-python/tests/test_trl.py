@@ -7,13 +7,14 @@ import unittest
 
 import mentor_rl
 from mentor_rl import trl as mtrl
+from _support import code_reward
 
 
 class MathReward(unittest.TestCase):
     def test_plain_and_conversational_completions(self):
         completions = [
             "9 * 2 = 18, so the answer is \\boxed{18}",
-            [{"role": "assistant", "content": "I think it is 17."}],
+            [{"role": "assistant", "content": "The answer is 17."}],
             "I do not know.",
         ]
         rewards = mtrl.math_reward(completions, answer=["x #### 18", "18", "18"], prompts=["p"] * 3)
@@ -24,6 +25,9 @@ class MathReward(unittest.TestCase):
         self.assertEqual(verdicts[1].feedback["outcome"], "wrong_value")
         self.assertEqual(verdicts[1].extracted, "17")
         self.assertEqual(verdicts[2].feedback["outcome"], "no_answer")
+        # A hedged answer is no answer: every word of the answer region must be read.
+        [v] = mtrl.MathReward()([[{"role": "assistant", "content": "I think it is 17."}]], answer=["17"], prompts=["p"])
+        self.assertEqual(v, 0.0)
 
     def test_equals_verify_math(self):
         golds = ["\\frac{1}{2}", "18", "1,234"]
@@ -56,10 +60,7 @@ class MathReward(unittest.TestCase):
 class CodeReward(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        try:
-            cls.reward = mtrl.CodeReward(sandbox=mentor_rl.CodeSandbox())
-        except mentor_rl.RuntimeMissingError as e:
-            raise unittest.SkipTest(str(e))
+        cls.reward = code_reward()
 
     def test_mbpp_and_humaneval_rows(self):
         good = "```python\ndef add(a, b):\n    return a + b\n```"
@@ -69,6 +70,7 @@ class CodeReward(unittest.TestCase):
             [good, bad, [{"role": "assistant", "content": good}]],
             tests=[["assert add(1, 2) == 3"], ["assert add(1, 2) == 3"], humaneval_tests],
             entry_point=[None, None, "add"],
+            code_prompt=[None, None, 'def add(a, b):\n    """The sum of a and b."""\n'],
         )
         self.assertEqual(rewards, [1.0, 0.0, 1.0])
         self.assertEqual(self.reward.last_verdicts[1].outcome, "wrong_answer")

@@ -34,12 +34,12 @@ class ComputeScore(unittest.TestCase):
         self.assertEqual(verl.compute_score("mbpp", good, tests), 1.0)
         self.assertEqual(verl.compute_score("mbpp", bad, tests), 0.0)
         self.assertEqual(verl.compute_score("mbpp", good, json.dumps(tests)), 1.0)
-        he = {"tests": "def check(candidate):\n    assert candidate(2) == 4\n", "entry_point": "sq"}
+        he = {"tests": "def check(candidate):\n    assert candidate(2) == 4\n", "entry_point": "sq", "prompt": 'def sq(x):\n    """x squared."""\n'}
         self.assertEqual(verl.compute_score("humaneval", "def sq(x):\n    return x * x\n", he), 1.0)
         io = {"format": "stdio", "tests": [{"input": "2\n", "output": "4"}]}
         self.assertEqual(verl.compute_score("io", "print(int(input()) ** 2)\n", io), 1.0)
         # An unjudgeable task scores 0 instead of stopping the run.
-        broken = {"tests": "def check(candidate) oops", "entry_point": "sq"}
+        broken = {"tests": "def check(candidate) oops", "entry_point": "sq", "prompt": ""}
         self.assertEqual(verl.compute_score("humaneval", "def sq(x):\n    return x\n", broken), 0.0)
 
     def test_verl_can_load_the_file_by_path(self):

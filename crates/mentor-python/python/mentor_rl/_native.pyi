@@ -51,9 +51,19 @@ class Verdict:
         """Reads back what :meth:`to_dict` returns; ValueError when the invariants do not hold."""
     def __eq__(self, other: object) -> bool: ...
 
-def verify_math(golds: Sequence[str], completions: Sequence[str], *, threads: Optional[int] = None) -> List[Verdict]:
+def verify_math(
+    golds: Sequence[str],
+    completions: Sequence[str],
+    *,
+    threads: Optional[int] = None,
+    questions: Optional[Sequence[Optional[str]]] = None,
+) -> List[Verdict]:
     """Judges ``completions[i]`` against ``golds[i]`` (LaTeX or plain; a GSM8K ``#### x`` gold is
     reduced to ``x``) in parallel with the GIL released, on all cores or ``threads`` threads.
+
+    The whole answer region is read: a word in it must be a known unit, a neutral phrase or a
+    word of ``questions[i]`` (what is counted: "42 pencils" for a question about pencils);
+    anything else makes the answer ``no_answer``. Without ``questions``, nouns are not known.
 
     Raises ValueError when the lengths differ or ``threads`` is 0."""
 
@@ -79,6 +89,9 @@ class CodeSandbox:
     ``cargo xtask setup``; ``assets`` defaults to the CLI's discovery: ``$MENTOR_HOME``, else
     ``$XDG_CACHE_HOME/mentor``, else ``~/.cache/mentor``. ``runtime`` names the component directly.
     The limits apply to every program; ``reward`` is ``"binary"`` or ``"fraction_passed"``.
+    ``cpu_time`` and ``wall_time`` default to the Rust crate's: a native budget of 5 CPU seconds
+    times the sandbox's recorded slowdown against native CPython, so a program that natively
+    fits in 5 s fits here (``wall_time`` is twice ``cpu_time``).
 
     Raises RuntimeMissingError when the runtime is not installed, ValueError for bad limits."""
 
@@ -89,8 +102,8 @@ class CodeSandbox:
         runtime: Optional[StrPath] = None,
         cache_dir: Optional[StrPath] = None,
         concurrency: int = 0,
-        cpu_time: float = 5.0,
-        wall_time: float = 10.0,
+        cpu_time: Optional[float] = None,
+        wall_time: Optional[float] = None,
         memory_bytes: int = 256 << 20,
         stdout_bytes: int = 64 << 10,
         stderr_bytes: int = 64 << 10,
@@ -110,18 +123,22 @@ class CodeSandbox:
         tests: Tests,
         format: Format = "humaneval",
         entry_point: Optional[str] = None,
-        prompt: str = "",
-        setup_code: str = "",
+        prompt: Optional[str] = None,
+        setup_code: Optional[str] = None,
         imports: Optional[Sequence[str]] = None,
         errors: Literal["raise", "verdict"] = "raise",
     ) -> Verdict:
         """Judges ``program`` (code, or a markdown answer holding a python block).
 
+        The arguments are the task record ``mentor verify code`` reads (one conversion for both):
+
         - ``"humaneval"``: ``tests`` is the test code defining ``check(candidate)``;
-          ``entry_point`` is required; ``prompt`` is the signature the program continues
-          (empty when the program defines the function itself).
-        - ``"mbpp"``: ``tests`` is a list of ``assert`` lines; ``setup_code`` runs after the
-          program, ``imports`` before it.
+          ``entry_point`` and ``prompt`` (the task's prompt: the signature the program continues
+          and the helper functions its tests call) are required.
+        - ``"mbpp"``: ``tests`` is a list of ``assert`` lines; ``setup_code``
+          (``test_setup_code``) runs after the program, ``imports`` (``test_imports``) before it
+          and in the tests' interpreter. A stdlib module the tests use is imported in the tests'
+          interpreter in any case; only the program's functions and classes reach the tests.
         - ``"stdio"``: ``tests`` is a list of ``{"input", "output"}`` dicts or pairs.
 
         A failure of the sandbox raises SandboxError (``errors="raise"``) or gives a
@@ -134,11 +151,14 @@ class CodeSandbox:
         tests: Sequence[Tests],
         format: Format = "humaneval",
         entry_points: Optional[Sequence[Optional[str]]] = None,
-        prompts: Optional[Sequence[str]] = None,
+        prompts: Optional[Sequence[Optional[str]]] = None,
+        setup_codes: Optional[Sequence[Optional[str]]] = None,
+        imports: Optional[Sequence[Optional[Sequence[str]]]] = None,
         errors: Literal["raise", "verdict"] = "raise",
     ) -> List[Verdict]:
-        """Judges many programs in parallel (GIL released): ``tests[i]``, ``entry_points[i]`` and
-        ``prompts[i]`` go with ``programs[i]``; verdicts in input order."""
+        """Judges many programs in parallel (GIL released): ``tests[i]``, ``entry_points[i]``,
+        ``prompts[i]``, ``setup_codes[i]`` and ``imports[i]`` go with ``programs[i]``, as in
+        :meth:`verify`; verdicts in input order."""
 
 class Hint(TypedDict):
     text: str

@@ -102,7 +102,8 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
     ``math_reward`` / ``code_reward``): construction raises ValueError when no reward function
     says what is correct.
     The dataset's columns make the mentor's task: ``answer`` (and ``solution``) for math;
-    ``tests``, ``format``, ``entry_point``, ``code_prompt`` and ``reference_solution`` for code;
+    ``tests``, ``format``, ``entry_point``, ``code_prompt``, ``test_setup_code``, ``test_imports``
+    and ``reference_solution`` for code;
     ``question`` (default: the prompt's last user message) and ``id``.
 
     Metrics (through TRL's logging, so every ``report_to`` gets them): ``mentor/zrf``,
@@ -564,7 +565,15 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
             task["id"] = str(row["id"])
         if row.get("tests") is not None:
             task["tests"] = row["tests"]
-            for src, dst in (("format", "format"), ("entry_point", "entry_point"), ("code_prompt", "prompt"), ("reference_solution", "reference_solution")):
+            # The columns CodeReward reads, under the task dict's names (one task record).
+            for src, dst in (
+                ("format", "format"),
+                ("entry_point", "entry_point"),
+                ("code_prompt", "prompt"),
+                ("test_setup_code", "setup_code"),
+                ("test_imports", "imports"),
+                ("reference_solution", "reference_solution"),
+            ):
                 if row.get(src) is not None:
                     task[dst] = row[src]
         else:

@@ -14,9 +14,9 @@ Reward functions (no torch needed to import or call them)::
 - :data:`math_reward` reads the dataset column ``answer`` (a GSM8K ``... #### 18`` answer, a
   number, or MATH LaTeX) and judges each completion with :func:`mentor_rl.verify_math`.
 - :data:`code_reward` reads ``tests`` (HumanEval test code defining ``check``, a list of MBPP
-  ``assert`` lines, or stdin/stdout cases) and, when present, ``format``, ``entry_point`` and
-  ``code_prompt`` (the signature a HumanEval program continues), and runs each completion in
-  :class:`mentor_rl.CodeSandbox`.
+  ``assert`` lines, or stdin/stdout cases), ``format``, ``entry_point`` and ``code_prompt``
+  (HumanEval's prompt: required for HumanEval rows) and MBPP's ``test_imports`` and
+  ``test_setup_code``, and runs each completion in :class:`mentor_rl.CodeSandbox`.
 
 Both accept plain and conversational completions and keep the verdicts of their last call in
 ``last_verdicts`` (one :class:`mentor_rl.Verdict` per completion, with the verifier's
@@ -85,21 +85,55 @@ def _scalar(value: Any) -> Any:
     return value.item() if hasattr(value, "item") and callable(value.item) else value
 
 
-class MathReward:
-    """TRL reward function ``math_reward(completions, answer, **kwargs) -> list[float]``.
+def prompt_text(prompt: Any) -> Optional[str]:
+    """The question of one TRL prompt: a plain string, or the text of the last user message of a
+    conversational prompt (a list of messages); ``None`` when there is none."""
+    if prompt is None:
+        return None
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, dict):
+        prompt = [prompt]
+    if isinstance(prompt, (list, tuple)):
+        users = [m for m in prompt if isinstance(m, dict) and m.get("role", "user") == "user"]
+        if not users:
+            return None
+        content = users[-1].get("content") or ""
+        if isinstance(content, list):  # multimodal parts: keep the text ones
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return str(content)
+    return str(prompt)
 
-    ``answer`` is the dataset's gold column. ``threads`` caps the verifier's threads (default:
-    all cores). The verdicts of the last call are kept in :attr:`last_verdicts`."""
+
+class MathReward:
+    """TRL reward function ``math_reward(completions, answer, prompts=None, **kwargs) -> list[float]``.
+
+    ``answer`` is the dataset's gold column. ``prompts`` (TRL passes the dataset's ``prompt``
+    column under that name to every reward function; ``prompt=`` is accepted too: a string, or
+    chat messages whose last user message is taken) are the questions; their words may name
+    what an answer counts ("42 pencils"), and every other word of the answer region must be a
+    known unit or a neutral phrase, or the answer is ``no_answer``. ``threads`` caps the
+    verifier's threads (default: all cores). The verdicts of the last call are kept in
+    :attr:`last_verdicts`."""
 
     def __init__(self, *, threads: Optional[int] = None, name: str = "math_reward") -> None:
         self.threads = threads
         self.__name__ = name
         self.last_verdicts: List[Verdict] = []
 
-    def __call__(self, completions: Sequence[Any], answer: Optional[Sequence[Any]] = None, **kwargs: Any) -> List[float]:
+    def __call__(
+        self,
+        completions: Sequence[Any],
+        answer: Optional[Sequence[Any]] = None,
+        prompts: Optional[Sequence[Any]] = None,
+        prompt: Optional[Sequence[Any]] = None,
+        **kwargs: Any,
+    ) -> List[float]:
         texts = [completion_text(c) for c in completions]
         golds = [str(_scalar(a)) for a in _column("answer", answer, len(texts))]
-        verdicts = verify_math(golds, texts, threads=self.threads)
+        given = prompts if prompts is not None else prompt
+        questions = None if given is None else [prompt_text(p) for p in _column("prompts", given, len(texts))]
+        verdicts = verify_math(golds, texts, threads=self.threads, questions=questions)
         self.last_verdicts = verdicts
         return [v.reward for v in verdicts]
 
@@ -110,12 +144,28 @@ class MathReward:
 class CodeReward:
     """TRL reward function ``code_reward(completions, tests, **kwargs) -> list[float]``.
 
-    ``tests`` is the dataset's test column; optional columns ``format`` (``"humaneval"``,
-    ``"mbpp"`` or ``"stdio"``; default ``"humaneval"`` for a test string, ``"mbpp"`` for a
-    list), ``entry_point`` and ``code_prompt``. The sandbox (``sandbox=`` or one
-    :class:`mentor_rl.CodeSandbox` with default limits, built on the first call) judges the
-    completions in parallel; a sandbox failure scores 0 (a ``verifier_error`` verdict), as in
-    the Rust trainer. The verdicts of the last call are kept in :attr:`last_verdicts`."""
+    Dataset columns (TRL passes every column to reward functions by name):
+
+    - ``tests``: HumanEval test code defining ``check``, a list of MBPP ``assert`` lines, or
+      stdin/stdout cases;
+    - ``format`` (optional): ``"humaneval"``, ``"mbpp"`` or ``"stdio"``; default
+      ``"humaneval"`` for a test string, ``"mbpp"`` for a list;
+    - ``entry_point``: the function under test (HumanEval, required);
+    - ``code_prompt``: HumanEval's ``prompt`` field, the code the program continues and the
+      helper functions its tests call (HumanEval/32, /38, /50). Required for HumanEval rows:
+      TRL's own ``prompt`` column holds the chat messages, not this code;
+    - ``test_imports`` and ``test_setup_code`` (MBPP, optional): the dataset's import lines and
+      setup code, as sanitized and full MBPP name them. The tests' own interpreter runs them;
+      a stdlib module the tests use is imported there in any case, never taken from the
+      program.
+
+    A row that lacks a column its format needs raises ValueError naming the column (a HumanEval
+    row without ``code_prompt``; an MBPP row whose tests read a value that only its missing
+    ``test_setup_code`` defines). The sandbox (``sandbox=`` or one :class:`mentor_rl.CodeSandbox`
+    with default limits, built on the first call) judges the completions in parallel through
+    the same task record as ``mentor verify code``; a sandbox failure scores 0 (a
+    ``verifier_error`` verdict), as in the Rust trainer. The verdicts of the last call are kept
+    in :attr:`last_verdicts`."""
 
     def __init__(self, *, sandbox: Optional[CodeSandbox] = None, name: str = "code_reward") -> None:
         self._sandbox = sandbox
@@ -136,15 +186,32 @@ class CodeReward:
         format: Optional[Sequence[Optional[str]]] = None,
         entry_point: Optional[Sequence[Optional[str]]] = None,
         code_prompt: Optional[Sequence[Optional[str]]] = None,
+        test_imports: Optional[Sequence[Any]] = None,
+        test_setup_code: Optional[Sequence[Optional[str]]] = None,
         **kwargs: Any,
     ) -> List[float]:
         texts = [completion_text(c) for c in completions]
         n = len(texts)
         tests = [_scalar(t) for t in _column("tests", tests, n)]
-        formats = _column("format", format, n) if format is not None else [None] * n
-        entries = _column("entry_point", entry_point, n) if entry_point is not None else [None] * n
-        prompts = _column("code_prompt", code_prompt, n) if code_prompt is not None else [None] * n
+
+        def optional(name: str, values: Optional[Sequence[Any]]) -> List[Any]:
+            return [_scalar(v) for v in _column(name, values, n)] if values is not None else [None] * n
+
+        formats = optional("format", format)
+        entries = optional("entry_point", entry_point)
+        prompts = optional("code_prompt", code_prompt)
+        imports = [
+            [str(x) for x in v] if v is not None else None
+            for v in (_column("test_imports", test_imports, n) if test_imports is not None else [None] * n)
+        ]
+        setups = optional("test_setup_code", test_setup_code)
         formats = [f or ("humaneval" if isinstance(t, str) else "mbpp") for f, t in zip(formats, tests)]
+        for i, f in enumerate(formats):
+            if f == "humaneval" and prompts[i] is None:
+                raise ValueError(
+                    f"code_prompt: row {i} is a HumanEval task and the dataset has no 'code_prompt' value for it "
+                    "(the task's prompt: the code the program continues and the helpers its tests call)"
+                )
         verdicts: List[Optional[Verdict]] = [None] * n
         # verify_many takes one format per call: one parallel call per format present.
         for fmt in sorted(set(formats)):
@@ -154,16 +221,25 @@ class CodeReward:
                 tests=[tests[i] for i in idx],
                 format=fmt,
                 entry_points=[entries[i] for i in idx],
-                prompts=[prompts[i] or "" for i in idx],
+                prompts=[prompts[i] for i in idx],
+                setup_codes=[setups[i] for i in idx],
+                imports=[imports[i] for i in idx],
                 errors="verdict",
             )
             for i, v in zip(idx, out):
+                if v.outcome == "verifier_error" and _MISSING_SETUP in str(v.feedback):
+                    column = "test_setup_code" if setups[i] is None else "test_imports"
+                    raise ValueError(f"{column}: row {i}: {v.feedback.get('message', v.feedback)}")
                 verdicts[i] = v
         self.last_verdicts = [v for v in verdicts if v is not None]
         return [v.reward for v in self.last_verdicts]
 
     def __repr__(self) -> str:
         return "CodeReward()"
+
+
+# What the judge says of MBPP tests that read a value only the task's setup code would define.
+_MISSING_SETUP = "which the task's own code does not define"
 
 
 math_reward = MathReward()

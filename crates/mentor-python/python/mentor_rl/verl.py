@@ -13,8 +13,9 @@ The kind of check follows ``ground_truth``:
   LaTeX such as ``\\frac{1}{2}``), judged by :func:`mentor_rl.verify_math`;
 - a dict (or its JSON text) holding ``tests``: code, run in :class:`mentor_rl.CodeSandbox` with
   ``format`` (``"humaneval"``, ``"mbpp"`` or ``"stdio"``; default ``"mbpp"`` for a list of
-  tests, ``"humaneval"`` for a test string), and ``entry_point`` / ``prompt`` when the format
-  needs them.
+  tests, ``"humaneval"`` for a test string), ``entry_point`` and ``prompt`` (HumanEval: both
+  required; the prompt holds the helpers its tests call), ``setup_code`` and ``imports`` (MBPP's
+  ``test_setup_code`` and ``test_imports``), as :meth:`mentor_rl.CodeSandbox.verify` takes them.
 
 The score is the verdict's reward in [0, 1]. The sandbox is started once per process, on the
 first code response (it needs the runtime ``cargo xtask setup`` installs; see
@@ -77,8 +78,8 @@ def verdict(
         tests=tests,
         format=fmt,
         entry_point=spec.get("entry_point"),
-        prompt=spec.get("prompt") or "",
-        setup_code=spec.get("setup_code") or "",
+        prompt=spec.get("prompt"),
+        setup_code=spec.get("setup_code"),
         imports=spec.get("imports"),
         errors="verdict",
     )
