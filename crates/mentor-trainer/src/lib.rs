@@ -26,6 +26,7 @@ mod config;
 mod curriculum;
 mod error;
 mod eval;
+mod heldout;
 mod jsonl;
 mod live_bytes;
 mod local_mentor;

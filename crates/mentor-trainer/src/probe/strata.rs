@@ -22,6 +22,8 @@ pub enum Source {
     Dataset,
     /// Generated arithmetic word problems.
     Arith,
+    /// Held-out generated word problems ([`crate::heldout`]): templates apart from `arith`'s.
+    Heldout,
 }
 
 /// One difficulty stratum: its problems in sampling order and its worked examples.
@@ -125,6 +127,24 @@ pub fn arith(seed: u64, steps: usize, n: usize, system: Option<&str>) -> Stratum
         source: Source::Arith,
         tasks: crate::arith::problems(seed, n, steps).into_iter().map(with_system).collect(),
         examples: (0..2).map(|i| crate::arith::problem(seed, ARITH_EXAMPLES_AT + i, steps)).collect(),
+    }
+}
+
+/// The held-out stratum: `n` problems of `steps` steps from the held-out family `seed`
+/// ([`crate::heldout`]), with `system` as their system message; its two worked examples come
+/// from the example-only templates, so none shares a template with a test problem.
+pub fn heldout(seed: u64, steps: usize, n: usize, system: Option<&str>) -> Stratum {
+    let with_system = |mut t: Task| {
+        if let Some(s) = system {
+            t.prompt.insert(0, Message::system(s));
+        }
+        t
+    };
+    Stratum {
+        name: format!("heldout {steps}-step seed {seed}"),
+        source: Source::Heldout,
+        tasks: crate::heldout::problems(seed, n, steps).into_iter().map(with_system).collect(),
+        examples: (0..2).map(|i| crate::heldout::example(seed, i, steps)).collect(),
     }
 }
 

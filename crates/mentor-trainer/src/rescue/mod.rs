@@ -285,6 +285,21 @@ mod tests {
         .unwrap();
         assert_eq!(got.len(), 7);
         assert!(got[0].id.starts_with("arith/4/3/"), "{}", got[0].id);
+        // The held-out family: its worked examples come from templates no test problem uses.
+        let got = regime::tasks(
+            &cfg(&["rescue.stratum=\"heldout 4-step seed 2\"", "rescue.problems=9"]),
+            tasks.clone(),
+        )
+        .unwrap();
+        assert_eq!(got.len(), 9);
+        assert!(got[8].id.starts_with("heldout/2/4/"), "{}", got[8].id);
+        let example = &got[0].prompt[1].content;
+        assert!(got.iter().all(|t| !t.question().is_empty() && t.prompt[1].content == *example));
+        assert_eq!(example, &crate::heldout::example(2, 0, 4).question());
+        let e = regime::tasks(&cfg(&["rescue.stratum=\"heldout 4 steps\""]), tasks.clone())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("heldout <steps>-step seed <seed>"), "{e}");
         // Every problem, as the run builds its prompt.
         let got =
             regime::tasks(&cfg(&["rescue.stratum=\"\"", "rescue.prompt=\"system\""]), tasks.clone()).unwrap();

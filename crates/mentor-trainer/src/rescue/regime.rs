@@ -17,8 +17,11 @@ pub(super) fn tasks(cfg: &TrainConfig, tasks: Vec<Task>) -> Result<Vec<Task>> {
     let (chosen, examples) = if r.stratum.is_empty() {
         let examples = strata_of(&tasks).first().map(|s| s.examples.clone()).unwrap_or_default();
         (tasks, examples)
-    } else if let Some(rest) = r.stratum.strip_prefix("arith ") {
-        // `arith <steps>-step seed <seed>`: as many generated problems as the rescue may use.
+    } else if let Some((family, rest)) =
+        ["arith ", "heldout "].into_iter().find_map(|f| Some((f.trim_end(), r.stratum.strip_prefix(f)?)))
+    {
+        // `arith|heldout <steps>-step seed <seed>`: as many generated problems as the rescue
+        // may use (`heldout`: the templates apart from arith's, examples from their own).
         let parsed = rest
             .split_once("-step seed ")
             .and_then(|(steps, seed)| Some((steps.parse::<usize>().ok()?, seed.parse::<u64>().ok()?)));
@@ -26,13 +29,18 @@ pub(super) fn tasks(cfg: &TrainConfig, tasks: Vec<Task>) -> Result<Vec<Task>> {
             return Err(Error::Config {
                 file: "[rescue]".into(),
                 message: format!(
-                    "`rescue.stratum` = \"{}\": expected `arith <steps>-step seed <seed>`",
+                    "`rescue.stratum` = \"{}\": expected `{family} <steps>-step seed <seed>`",
                     r.stratum
                 ),
             });
         };
         let n = if r.problems > 0 { r.problems } else { 10 * r.collapsed.max(1) };
-        let s = strata::arith(seed, steps, n, cfg.data.system_prompt.as_deref());
+        let system = cfg.data.system_prompt.as_deref();
+        let s = if family == "arith" {
+            strata::arith(seed, steps, n, system)
+        } else {
+            strata::heldout(seed, steps, n, system)
+        };
         (s.tasks, s.examples)
     } else {
         let all = strata_of(&tasks);
@@ -41,7 +49,7 @@ pub(super) fn tasks(cfg: &TrainConfig, tasks: Vec<Task>) -> Result<Vec<Task>> {
             return Err(Error::Config {
                 file: "[rescue]".into(),
                 message: format!(
-                    "`rescue.stratum` = \"{}\" is not a stratum of this data (allowed: {}, or `arith <steps>-step seed <seed>`)",
+                    "`rescue.stratum` = \"{}\" is not a stratum of this data (allowed: {}, or `arith|heldout <steps>-step seed <seed>`)",
                     r.stratum,
                     names.join(", ")
                 ),
