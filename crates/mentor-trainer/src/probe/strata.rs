@@ -113,39 +113,46 @@ pub fn of_dataset(tasks: &[Task], dataset: &str) -> Vec<Stratum> {
 /// Index of the first arithmetic example: far past any sample the probe draws.
 const ARITH_EXAMPLES_AT: u64 = 1 << 40;
 
-/// The arithmetic stratum: `n` generated problems of `steps` steps from family `seed`, with
-/// `system` (the config's system prompt) as their system message.
-pub fn arith(seed: u64, steps: usize, n: usize, system: Option<&str>) -> Stratum {
+/// A stratum of generated problems, `system` (the config's system prompt) put first in each.
+fn generated(
+    name: String,
+    source: Source,
+    tasks: Vec<Task>,
+    examples: Vec<Task>,
+    system: Option<&str>,
+) -> Stratum {
     let with_system = |mut t: Task| {
         if let Some(s) = system {
             t.prompt.insert(0, Message::system(s));
         }
         t
     };
-    Stratum {
-        name: format!("arith {steps}-step seed {seed}"),
-        source: Source::Arith,
-        tasks: crate::arith::problems(seed, n, steps).into_iter().map(with_system).collect(),
-        examples: (0..2).map(|i| crate::arith::problem(seed, ARITH_EXAMPLES_AT + i, steps)).collect(),
-    }
+    Stratum { name, source, tasks: tasks.into_iter().map(with_system).collect(), examples }
+}
+
+/// The arithmetic stratum: `n` generated problems of `steps` steps from family `seed`, with
+/// `system` (the config's system prompt) as their system message.
+pub fn arith(seed: u64, steps: usize, n: usize, system: Option<&str>) -> Stratum {
+    generated(
+        format!("arith {steps}-step seed {seed}"),
+        Source::Arith,
+        crate::arith::problems(seed, n, steps),
+        (0..2).map(|i| crate::arith::problem(seed, ARITH_EXAMPLES_AT + i, steps)).collect(),
+        system,
+    )
 }
 
 /// The held-out stratum: `n` problems of `steps` steps from the held-out family `seed`
 /// ([`crate::heldout`]), with `system` as their system message; its two worked examples come
 /// from the example-only templates, so none shares a template with a test problem.
 pub fn heldout(seed: u64, steps: usize, n: usize, system: Option<&str>) -> Stratum {
-    let with_system = |mut t: Task| {
-        if let Some(s) = system {
-            t.prompt.insert(0, Message::system(s));
-        }
-        t
-    };
-    Stratum {
-        name: format!("heldout {steps}-step seed {seed}"),
-        source: Source::Heldout,
-        tasks: crate::heldout::problems(seed, n, steps).into_iter().map(with_system).collect(),
-        examples: (0..2).map(|i| crate::heldout::example(seed, i, steps)).collect(),
-    }
+    generated(
+        format!("heldout {steps}-step seed {seed}"),
+        Source::Heldout,
+        crate::heldout::problems(seed, n, steps),
+        (0..2).map(|i| crate::heldout::example(seed, i, steps)).collect(),
+        system,
+    )
 }
 
 /// A worked example's answer as the learner should write it: for math, the reference
