@@ -19,7 +19,7 @@ use crate::seed::mix;
 /// The `meta.source` of generated problems.
 pub const SOURCE: &str = "arith";
 
-const NAMES: &[(&str, &str)] = &[
+pub(crate) const NAMES: &[(&str, &str)] = &[
     ("Mia", "she"),
     ("Leo", "he"),
     ("Ava", "she"),
@@ -33,7 +33,7 @@ const NAMES: &[(&str, &str)] = &[
 ];
 
 /// (container, item) pairs: "3 boxes of pencils".
-const THINGS: &[(&str, &str)] = &[
+pub(crate) const THINGS: &[(&str, &str)] = &[
     ("boxes", "pencils"),
     ("bags", "apples"),
     ("packs", "stickers"),

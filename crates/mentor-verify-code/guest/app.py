@@ -62,7 +62,9 @@ from ast import (  # noqa: E402
     Tuple as _Tuple, UnaryOp as _UnaryOp, Not as _NotOp, copy_location as _copy_location,
     increment_lineno as _increment_lineno, parse as _parse, walk as _walk, Eq as _EqOp, NotEq as _NotEqOp,
     Lt as _LtOp, LtE as _LtEOp, Gt as _GtOp, GtE as _GtEOp, Is as _IsOp, IsNot as _IsNotOp, In as _InOp,
-    NotIn as _NotInOp,
+    NotIn as _NotInOp, AsyncFunctionDef as _AsyncFunctionDef, ClassDef as _ClassDef, arg as _arg,
+    alias as _alias, ExceptHandler as _ExceptHandler, MatchAs as _MatchAs, MatchStar as _MatchStar,
+    MatchMapping as _MatchMapping,
 )
 from collections import Counter as _Counter, OrderedDict as _OrderedDict, defaultdict as _defaultdict  # noqa: E402
 from collections import deque as _deque  # noqa: E402
@@ -744,53 +746,37 @@ def _prompt_code(prompt):
     return compile("", "<prompt>", "exec")
 
 
-def _names_called(trees):
-    """Names the trees call directly (`f(...)`): a module cannot be called, so such a name is
-    the program's function even when a stdlib module has the same name."""
-    names = set()
-    for tree in trees:
-        for n in _walk(tree):
-            if type(n) is _Call and type(n.func) is _Name:
-                names.add(n.func.id)
-    return names
-
-
-def _names_bound(trees):
-    """Names the trees bind themselves: assignment targets, loop and comprehension variables,
-    parameters, definitions, imports, `except ... as` names."""
-    import ast as a
-    names = set()
+def _names(trees):
+    """The names the trees use, in one walk: (every name read or written; the names called
+    directly, `f(...)`, which are the program's functions even where a stdlib module has the
+    same name, since a module cannot be called; the names the trees bind themselves: assignment
+    targets, loop and comprehension variables, parameters, definitions, imports, `except ... as`
+    and match captures)."""
+    used, called, bound = set(), set(), set()
     for tree in trees:
         for n in _walk(tree):
             t = type(n)
-            if t is _Name and type(n.ctx) is not _Load:
-                names.add(n.id)
-            elif t in (_FunctionDef, a.AsyncFunctionDef, a.ClassDef):
-                names.add(n.name)
-            elif t is a.arg:
-                names.add(n.arg)
-            elif t is a.alias:
-                names.add(n.asname or n.name.split(".")[0])
-            elif t is a.ExceptHandler and n.name:
-                names.add(n.name)
-            elif t in (a.MatchAs, a.MatchStar) and n.name:
-                names.add(n.name)
-            elif t is a.MatchMapping and n.rest:
-                names.add(n.rest)
-    return names
+            if t is _Name:
+                used.add(n.id)
+                if type(n.ctx) is not _Load:
+                    bound.add(n.id)
+            elif t is _Call and type(n.func) is _Name:
+                called.add(n.func.id)
+            elif t in (_FunctionDef, _AsyncFunctionDef, _ClassDef):
+                bound.add(n.name)
+            elif t is _arg:
+                bound.add(n.arg)
+            elif t is _alias:
+                bound.add(n.asname or n.name.split(".")[0])
+            elif t in (_ExceptHandler, _MatchAs, _MatchStar) and n.name:
+                bound.add(n.name)
+            elif t is _MatchMapping and n.rest:
+                bound.add(n.rest)
+    return used, called, bound
 
 
 _STDLIB_MODULES = frozenset(sys.stdlib_module_names)
 _BUILTIN_NAMESPACE = frozenset(vars(_builtins))
-
-
-def _names_used(trees):
-    names = set()
-    for tree in trees:
-        for n in _walk(tree):
-            if type(n) is _Name:
-                names.add(n.id)
-    return names
 
 
 def _judge(req, progress):
@@ -920,9 +906,7 @@ def _judge(req, progress):
         after_code = compile(after_src, "<setup>", "exec")
         prompt_code = _prompt_code(req.get("prompt", ""))
         trees = [s for s, _ in body] + module_stmts + [_parse(after_src)]
-        used = _names_used(trees)
-        called = _names_called(trees)
-        bound = _names_bound(trees)
+        used, called, bound = _names(trees)
     except BaseException as e:
         result["harness_error"] = _exact(type(e).__name__ + ": " + str(e), 2000)
         return result

@@ -65,7 +65,7 @@ from trl import GRPOTrainer  # noqa: E402
 from trl.data_utils import is_conversational  # noqa: E402
 
 from ._native import CollapseMonitor, is_collapsed  # noqa: E402
-from .trl import Intervention, _resolve_correctness, completion_text  # noqa: E402
+from .trl import Intervention, _resolve_correctness, prompt_text  # noqa: E402
 
 __all__ = ["MentorGRPOTrainer"]
 
@@ -555,11 +555,7 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         task: Dict[str, Any] = {}
         question = row.get("question")
         if not isinstance(question, str) or not question:
-            if isinstance(prompt, str):
-                question = prompt
-            else:
-                users = [m for m in prompt if m.get("role") == "user"]
-                question = completion_text([{"role": "assistant", "content": users[-1].get("content", "")}]) if users else ""
+            question = prompt_text(prompt) or ""
         task["question"] = question
         if row.get("id") is not None:
             task["id"] = str(row["id"])

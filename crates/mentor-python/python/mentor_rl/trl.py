@@ -49,6 +49,14 @@ __all__ = [
 ]
 
 
+def _content_text(content: Any) -> str:
+    """The text of one message's content: a string, or typed content blocks whose text parts
+    are joined."""
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return str(content or "")
+
+
 def completion_text(completion: Any) -> str:
     """The text of one TRL completion: a plain string, or a conversational completion (a list
     of messages), whose assistant contents are joined."""
@@ -63,10 +71,7 @@ def completion_text(completion: Any) -> str:
                 raise ValueError(f"completions: expected a str or a list of messages, got {type(message).__name__}")
             if message.get("role", "assistant") != "assistant":
                 continue
-            content = message.get("content") or ""
-            if isinstance(content, list):  # typed content blocks
-                content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
-            parts.append(str(content))
+            parts.append(_content_text(message.get("content")))
         return "".join(parts)
     raise ValueError(f"completions: expected a str or a list of messages, got {type(completion).__name__}")
 
@@ -95,13 +100,8 @@ def prompt_text(prompt: Any) -> Optional[str]:
     if isinstance(prompt, dict):
         prompt = [prompt]
     if isinstance(prompt, (list, tuple)):
-        users = [m for m in prompt if isinstance(m, dict) and m.get("role", "user") == "user"]
-        if not users:
-            return None
-        content = users[-1].get("content") or ""
-        if isinstance(content, list):  # multimodal parts: keep the text ones
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        return str(content)
+        users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        return _content_text(users[-1].get("content")) if users else None
     return str(prompt)
 
 
@@ -194,16 +194,15 @@ class CodeReward:
         n = len(texts)
         tests = [_scalar(t) for t in _column("tests", tests, n)]
 
-        def optional(name: str, values: Optional[Sequence[Any]]) -> List[Any]:
-            return [_scalar(v) for v in _column(name, values, n)] if values is not None else [None] * n
+        def optional(name: str, values: Optional[Sequence[Any]], convert: Callable[[Any], Any] = _scalar) -> List[Any]:
+            if values is None:
+                return [None] * n
+            return [None if v is None else convert(v) for v in _column(name, values, n)]
 
         formats = optional("format", format)
         entries = optional("entry_point", entry_point)
         prompts = optional("code_prompt", code_prompt)
-        imports = [
-            [str(x) for x in v] if v is not None else None
-            for v in (_column("test_imports", test_imports, n) if test_imports is not None else [None] * n)
-        ]
+        imports = optional("test_imports", test_imports, lambda v: [str(x) for x in v])
         setups = optional("test_setup_code", test_setup_code)
         formats = [f or ("humaneval" if isinstance(t, str) else "mbpp") for f, t in zip(formats, tests)]
         for i, f in enumerate(formats):
