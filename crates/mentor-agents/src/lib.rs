@@ -36,6 +36,7 @@ pub mod random_prefix;
 mod rewrite;
 pub mod rules;
 mod session;
+pub mod twins;
 
 pub use agents::{Diagnoser, Tutor};
 pub use baselines::{where_only_text, wrong_answers_text, Refinement, StaticHints, WhereOnly, WrongAnswers};
@@ -44,4 +45,6 @@ pub use guard::{reference_overlap, Guard, GuardConfig, GuardOutcome};
 pub use mentor::AgentMentor;
 pub use prompts::Prompts;
 pub use rewrite::Rewritten;
+pub use rules::derivation::{leak_by_derivation, named_operations, no_learner_answer, LeakByDerivation};
 pub use session::MentorSession;
+pub use twins::{shown_size, StepTwin, TwinKind};

@@ -8,6 +8,7 @@
 //! mentor whose every level-3 hint is replaced by its [`size_matched_random`] twin.
 
 use crate::rules::reference_steps;
+use crate::twins::{shown_size, TokenCount};
 use crate::{Guard, GuardOutcome};
 use mentor_core::{GuardRejection, Hint, Intervention, Mentor, MentorError, MentorRequest, Payload, Task};
 use rand::rngs::StdRng;
@@ -86,39 +87,40 @@ fn judged(task: &Task, twin: Hint, guard: &Guard, n: usize, m: usize) -> Control
     }
 }
 
-/// The size of a hint as the learner receives it: its text and its forced prefix, in characters.
-fn shown_chars(h: &Hint) -> usize {
-    h.text.chars().count() + h.solution_prefix.as_deref().map_or(0, |p| p.chars().count())
-}
-
 /// The training arm's twin of `mentor_hint`: its prefix cut at another step (at least one piece,
-/// never the last) whose hint, text and prefix together, is nearest in size (characters) to the
+/// never the last) whose hint is nearest in size ([`shown_size`] with `tokens`) to the
 /// mentor's; when several cuts are equally near (one step shorter and one longer, often), one
 /// of them drawn with `seed`, so that ties favour neither a shorter nor a longer cut. The same
 /// cut when there is no other; a hint without a prefix is its own control. The guard judges the
 /// result as it judged the mentor's.
-pub fn size_matched_random(task: &Task, mentor_hint: &Hint, seed: u64, guard: &Guard) -> Control {
+pub fn size_matched_random(
+    task: &Task,
+    mentor_hint: &Hint,
+    seed: u64,
+    guard: &Guard,
+    tokens: &dyn Fn(&str) -> usize,
+) -> Control {
     let Some(prefix) = mentor_hint.solution_prefix.as_deref() else {
         return unchanged(mentor_hint, 0);
     };
     let pieces = pieces(task);
     let n = prefix.lines().count();
-    let target = shown_chars(mentor_hint);
+    let target = shown_size(mentor_hint, tokens);
     let twins: Vec<(usize, Hint)> =
         (1..pieces.len()).filter(|&m| m != n).map(|m| (m, twin(mentor_hint, prefix, &pieces, m))).collect();
-    let Some(best) = twins.iter().map(|(_, h)| shown_chars(h).abs_diff(target)).min() else {
+    let Some(best) = twins.iter().map(|(_, h)| shown_size(h, tokens).abs_diff(target)).min() else {
         return unchanged(mentor_hint, n);
     };
     let nearest: Vec<&(usize, Hint)> =
-        twins.iter().filter(|(_, h)| shown_chars(h).abs_diff(target) == best).collect();
+        twins.iter().filter(|(_, h)| shown_size(h, tokens).abs_diff(target) == best).collect();
     let (m, hint) = nearest[StdRng::seed_from_u64(seed).random_range(0..nearest.len())].clone();
     judged(task, hint, guard, n, m)
 }
 
 /// The size-matched twin of `mentor_hint` for `mentor rescue`: its prefix replaced by the first
 /// `m` reference pieces, `m` the cut other than the mentor's own (at least one piece, never the
-/// last) whose hint text is nearest in `tokens` to the mentor's hint text (ties: the shorter
-/// cut). `None` when there is no other cut (a reference of one or two pieces) or the mentor's
+/// last) whose hint is nearest in size ([`shown_size`] with `tokens`) to the mentor's (ties: the
+/// shorter cut). `None` when there is no other cut (a reference of one or two pieces) or the mentor's
 /// hint has no prefix: the problem is left out of this control's paired comparison, never
 /// answered by the mentor's own cut. The guard judges the result as it judged the mentor's; a
 /// rejected twin (the other cut would show the answer) is `Some` with no hint and the rejection.
@@ -131,11 +133,11 @@ pub fn size_matched(
     let prefix = mentor_hint.solution_prefix.as_deref()?;
     let pieces = pieces(task);
     let n = prefix.lines().count();
-    let target = tokens(&mentor_hint.text);
+    let target = shown_size(mentor_hint, tokens);
     let (m, hint) = (1..pieces.len())
         .filter(|&m| m != n)
         .map(|m| (m, twin(mentor_hint, prefix, &pieces, m)))
-        .min_by_key(|(m, h)| (tokens(&h.text).abs_diff(target), *m))?;
+        .min_by_key(|(m, h)| (shown_size(h, tokens).abs_diff(target), *m))?;
     Some(judged(task, hint, guard, n, m))
 }
 
@@ -148,12 +150,13 @@ pub struct RandomPrefix {
     inner: Box<dyn Mentor>,
     guard: Guard,
     seed: u64,
+    tokens: TokenCount,
 }
 
 impl RandomPrefix {
-    /// The control of `inner`, its hints judged by `guard`.
-    pub fn new(inner: Box<dyn Mentor>, guard: Guard, seed: u64) -> Self {
-        Self { inner, guard, seed }
+    /// The control of `inner`, its hints judged by `guard` and sized with `tokens`.
+    pub fn new(inner: Box<dyn Mentor>, guard: Guard, seed: u64, tokens: TokenCount) -> Self {
+        Self { inner, guard, seed, tokens }
     }
 }
 
@@ -171,7 +174,7 @@ impl Mentor for RandomPrefix {
                 mentor_core::seed::str_key(&request.task.id),
                 request.previous_hints.len() as u64,
             ]);
-            let c = size_matched_random(request.task, &hint, seed, &self.guard);
+            let c = size_matched_random(request.task, &hint, seed, &self.guard, self.tokens.as_ref());
             out.hint = c.hint;
             out.rejections.extend(c.rejections);
         }
@@ -181,6 +184,8 @@ impl Mentor for RandomPrefix {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use crate::GuardConfig;
     use mentor_core::{HintLevel, HintSource, MathPayload};
 
@@ -246,11 +251,11 @@ mod tests {
         let guard = Guard::numeric_only(GuardConfig::default());
         let words = |s: &str| s.split_whitespace().count();
         let steps = pieces(&t);
-        let hint_words = |m: usize| words(&hint(&steps[..m].join("\n")).text);
+        let hint_words = |m: usize| shown_size(&hint(&steps[..m].join("\n")), &words);
         // Mentor at cut 2: cut 1 and cut 3 are the candidates; the nearer in words wins.
         let mentor = hint(&steps[..2].join("\n"));
         let c = size_matched(&t, &mentor, &words, &guard).unwrap();
-        let target = words(&mentor.text);
+        let target = shown_size(&mentor, &words);
         let expect = [1, 3].into_iter().min_by_key(|&m| (hint_words(m).abs_diff(target), m)).unwrap();
         assert_eq!((c.mentor_cut, c.random_cut), (2, expect));
         assert_ne!(c.random_cut, c.mentor_cut);
@@ -301,6 +306,7 @@ mod tests {
 
     #[test]
     fn the_training_arms_cut_is_the_nearest_in_size_with_ties_drawn() {
+        let chars = |s: &str| s.chars().count();
         let guard = Guard::numeric_only(GuardConfig::default());
         let t = task(SOLUTION, "99");
         let steps = pieces(&t);
@@ -308,22 +314,23 @@ mod tests {
         // second step is longer than the third): always cut 3.
         let mentor = hint(&steps[..2].join("\n"));
         for seed in 0..20 {
-            let c = size_matched_random(&t, &mentor, seed, &guard);
+            let c = size_matched_random(&t, &mentor, seed, &guard, &chars);
             assert_eq!((c.mentor_cut, c.random_cut), (2, 3), "seed {seed}");
         }
         let even = task(EVEN, "8642");
         let cuts: std::collections::BTreeSet<usize> = (0..40)
-            .map(|s| size_matched_random(&even, &hint("1+1+0=2\n2+2+0=4"), s, &guard).random_cut)
+            .map(|s| size_matched_random(&even, &hint("1+1+0=2\n2+2+0=4"), s, &guard, &chars).random_cut)
             .collect();
         assert_eq!(cuts, [1, 3].into(), "a tie is drawn, not broken toward the shorter cut");
         let plain = Hint { solution_prefix: None, ..mentor };
-        assert_eq!(size_matched_random(&t, &plain, 1, &guard).hint, Some(plain));
+        assert_eq!(size_matched_random(&t, &plain, 1, &guard, &chars).hint, Some(plain));
     }
 
     #[test]
     fn the_training_arm_moves_every_cut_and_repeats_per_seed() {
         let guard = Guard::numeric_only(GuardConfig::default());
-        let arm = RandomPrefix::new(Box::new(TwoSteps), guard.clone(), 3);
+        let arm =
+            RandomPrefix::new(Box::new(TwoSteps), guard.clone(), 3, Arc::new(|s: &str| s.chars().count()));
         assert_eq!(arm.name(), "random_prefix");
         let mut cuts = std::collections::BTreeSet::new();
         for i in 0..30 {
@@ -341,7 +348,14 @@ mod tests {
             assert_ne!(n, 2, "never the mentor's own cut");
             assert_eq!(prefix, pieces(&t)[..n].join("\n"));
             cuts.insert(n);
-            let again = RandomPrefix::new(Box::new(TwoSteps), guard.clone(), 3).intervene(&req).unwrap();
+            let again = RandomPrefix::new(
+                Box::new(TwoSteps),
+                guard.clone(),
+                3,
+                Arc::new(|s: &str| s.chars().count()),
+            )
+            .intervene(&req)
+            .unwrap();
             assert_eq!(again.hint, Some(h), "seeded by run seed and task");
         }
         assert_eq!(cuts, [1, 3].into(), "both other cuts occur");

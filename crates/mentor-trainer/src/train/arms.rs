@@ -75,6 +75,13 @@ pub fn local_model(
     Ok((model, local))
 }
 
+/// Hint sizes in the learner's tokens ([`mentor_agents::shown_size`]: one definition for rescue
+/// and training).
+pub fn token_count(learner: &Arc<Policy>) -> mentor_agents::twins::TokenCount {
+    let policy = learner.clone();
+    Arc::new(move |text: &str| policy.tokenizer().encode(text).map_or(0, |ids| ids.len()))
+}
+
 /// The strategy plug-in of the config's arm; `learner` is the policy being trained (the
 /// local mentor's `self`).
 pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
@@ -110,6 +117,7 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
             Box::new(AgentMentor::rules_with(prompts(cfg)?, guard())),
             guard(),
             cfg.run.seed,
+            token_count(learner),
         )))),
         Arm::FullSolution => plain(Strategy::FullSolution {
             max_groups: cfg.strategy.intervention.max_interventions_per_step,
