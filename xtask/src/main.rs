@@ -79,12 +79,17 @@ enum Command {
     /// with the `rescue-gsm8k-smollm2` preset: 100 collapsed problems, 12.5 minutes measured on 2 cores).
     Rescue {
         /// The MBPP preset (code, in the sandbox) instead of GSM8K.
-        #[arg(long, conflicts_with = "arith")]
+        #[arg(long, conflicts_with_all = ["arith", "heldout"])]
         mbpp: bool,
         /// The preset at the learner's edge: generated 2-step arithmetic word problems
-        /// (`rescue-arith-smollm2`), where the matched comparison of the arms is made.
-        #[arg(long)]
+        /// (`rescue-arith-smollm2`), the development family.
+        #[arg(long, conflicts_with = "heldout")]
         arith: bool,
+        /// The pre-registered test on held-out templates (`rescue-heldout-smollm2`, see
+        /// docs/PREREG-heldout-rescue.md): chunks of 100 new collapsed problems, seeds 1-4
+        /// unless `--seeds` says otherwise; finished chunks are kept, then all are analysed.
+        #[arg(long)]
+        heldout: bool,
         /// Run `mentor probe` on the preset instead: the learner's unhinted pass@1 over
         /// temperatures, lengths, prompts and difficulty strata (30 minutes at most).
         #[arg(long)]
@@ -150,8 +155,9 @@ fn main() {
         Command::Datasets { from, to } => datasets::install(from.as_deref(), to.as_deref()),
         Command::Lint => lint(),
         Command::Bench { target, args } => bench::run_bench(target, &args),
-        Command::Rescue { mbpp, arith, probe, seeds, args } => {
+        Command::Rescue { mbpp, arith, heldout, probe, seeds, args } => {
             let mut args = args;
+            let seeds = if heldout && seeds.is_empty() && !probe { vec![1, 2, 3, 4] } else { seeds };
             if !seeds.is_empty() {
                 let list: Vec<String> = seeds.iter().map(u64::to_string).collect();
                 args.extend(["--seeds".to_string(), list.join(",")]);
@@ -160,6 +166,8 @@ fn main() {
                 "rescue-mbpp-smollm2"
             } else if arith {
                 "rescue-arith-smollm2"
+            } else if heldout {
+                "rescue-heldout-smollm2"
             } else {
                 "rescue-gsm8k-smollm2"
             };

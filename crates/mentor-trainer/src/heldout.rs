@@ -563,9 +563,11 @@ pub fn problem(seed: u64, index: u64, steps: usize) -> Task {
     build(template, &mut rng, steps, format!("{SOURCE}/{seed}/{steps}/{index}"), SOURCE)
 }
 
-/// `n` held-out problems of `steps` calculations from family `seed`, indices `0..n`.
-pub fn problems(seed: u64, n: usize, steps: usize) -> Vec<Task> {
-    (0..n as u64).map(|i| problem(seed, i, steps)).collect()
+/// `n` held-out problems of family `seed`, indices `0..n`, problem `i` of template `i % 8` with
+/// `lo + (i / 8) % (hi - lo + 1)` steps: every template at every count in turn.
+pub fn mixed(seed: u64, n: usize, (lo, hi): (usize, usize)) -> Vec<Task> {
+    let counts = (hi.max(lo) - lo + 1) as u64;
+    (0..n as u64).map(|i| problem(seed, i, lo + ((i / TEMPLATES.len() as u64) % counts) as usize)).collect()
 }
 
 /// Worked example `i` for the few-shot prompt: from the example-only templates, never one a
@@ -607,7 +609,7 @@ mod tests {
         let mut out = Vec::new();
         for seed in 0..4 {
             for steps in 2..=MAX_STEPS {
-                out.extend(problems(seed, 80, steps));
+                out.extend(mixed(seed, 80, (steps, steps)));
                 out.extend((0..6).map(|i| example(seed, i, steps)));
             }
         }
@@ -643,7 +645,7 @@ mod tests {
 
     #[test]
     fn templates_cycle_and_examples_never_use_a_test_template() {
-        let ps = problems(3, 16, 3);
+        let ps = mixed(3, 16, (3, 3));
         for (i, t) in ps.iter().enumerate() {
             assert_eq!(t.meta.subject.as_deref(), Some(TEMPLATES[i % TEMPLATES.len()].name()));
             assert_eq!(t.id, format!("heldout/3/3/{i}"));
@@ -657,6 +659,16 @@ mod tests {
         assert!(TEMPLATES.len() >= 8);
         assert_eq!(problem(5, 2, 4), problem(5, 2, 4));
         assert_ne!(problem(5, 2, 4).question(), problem(6, 2, 4).question());
+        // Mixed counts: every template at every count, in turn; ids name the count.
+        let mut seen = std::collections::BTreeMap::new();
+        for (i, t) in mixed(3, 48, (2, 4)).iter().enumerate() {
+            let steps = 2 + (i / TEMPLATES.len()) % 3;
+            assert_eq!(t.id, format!("heldout/3/{steps}/{i}"));
+            assert_eq!(t.meta.level, Some(steps as u32));
+            *seen.entry((t.meta.subject.clone().unwrap(), steps)).or_insert(0) += 1;
+        }
+        assert_eq!(seen.len(), TEMPLATES.len() * 3);
+        assert!(seen.values().all(|&n| n == 2), "{seen:?}");
     }
 
     /// A sentence with its numbers, names and objects replaced by placeholders.
@@ -723,7 +735,7 @@ mod tests {
     #[test]
     fn the_math_checker_accepts_the_answer_boxed() {
         let v = MathVerifier::default();
-        for t in problems(1, 24, 3) {
+        for t in mixed(1, 24, (3, 3)) {
             let Payload::Math(m) = &t.payload else { unreachable!() };
             let verdict = v.verify(&t, &format!("So the answer is \\boxed{{{}}}.", m.answer)).unwrap();
             assert!(verdict.passed(), "{verdict:?}");

@@ -32,10 +32,20 @@ pub fn run(args: &RescueArgs) -> Result<()> {
     crate::jsonl::write_json(&dir.join(crate::rescue::pooled::POOLED_JSON), &pooled)?;
     let md = crate::rescue::pooled::markdown(&pooled);
     crate::jsonl::write_atomic(&dir.join(crate::rescue::pooled::POOLED_MARKDOWN), md.as_bytes())?;
+    // The problem- and template-clustered contrasts over the chunks' distinct problems.
+    let analysis =
+        crate::rescue::contrasts::analyse_dir(&dir, cfg.rescue.bootstrap, crate::seed::mix(&[0xa7a, 0x5eed]))
+            .context("analysing the chunks")?;
+    crate::jsonl::write_json(&dir.join(crate::rescue::contrasts::ANALYSIS_JSON), &analysis)?;
+    let analysis_md = crate::rescue::contrasts::markdown(&analysis);
+    crate::jsonl::write_atomic(
+        &dir.join(crate::rescue::contrasts::ANALYSIS_MARKDOWN),
+        analysis_md.as_bytes(),
+    )?;
     if args.json {
         println!("{}", serde_json::to_string(&pooled)?);
     } else {
-        print!("{md}");
+        print!("{md}\n{analysis_md}");
     }
     eprintln!(
         "rescue: pooled seeds {:?} ({} collapsed problems in all) → {}",

@@ -85,6 +85,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("rescue-gsm8k-smollm2", include_str!("../../configs/rescue-gsm8k-smollm2.toml")),
     ("rescue-mbpp-smollm2", include_str!("../../configs/rescue-mbpp-smollm2.toml")),
     ("rescue-arith-smollm2", include_str!("../../configs/rescue-arith-smollm2.toml")),
+    ("rescue-heldout-smollm2", include_str!("../../configs/rescue-heldout-smollm2.toml")),
 ];
 
 impl TrainConfig {

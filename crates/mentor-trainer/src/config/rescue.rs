@@ -51,6 +51,18 @@ pub enum RescueArm {
     /// The whole reference solution in the prompt: an upper bound for scale, leaking by
     /// construction, never compared as a method.
     ReferenceInContext,
+    /// The `rules` mentor without the attempts' wrong operation ("Step 2 needs a subtraction",
+    /// not "..., not an addition"), at each of `rescue.levels` below 3: what the twins are
+    /// compared with.
+    MentorNoWrongOp,
+    /// The twin of `mentor_no_wrong_op` about a random other step of the same size
+    /// ([`mentor_agents::TwinKind::RandomStep`]), at the same levels.
+    RandomStep,
+    /// The twin about the step that fails most often for the problem's template on a
+    /// calibration set (`rescue.calibration_seed`), at the same levels.
+    PriorStep,
+    /// The level-1 hint at every step, in order (the operation of every step).
+    AllSteps,
 }
 
 impl RescueArm {
@@ -67,6 +79,10 @@ impl RescueArm {
             RescueArm::WrongAnswers => "wrong_answers",
             RescueArm::WhereOnly => "where_only",
             RescueArm::ReferenceInContext => "reference_in_context",
+            RescueArm::MentorNoWrongOp => "mentor_no_wrong_op",
+            RescueArm::RandomStep => "random_step",
+            RescueArm::PriorStep => "prior_step",
+            RescueArm::AllSteps => "all_steps",
         }
     }
 
@@ -77,7 +93,27 @@ impl RescueArm {
 
     /// Whether the arm is a diagnosing mentor measured per level.
     pub fn per_level(self) -> bool {
+        matches!(
+            self,
+            RescueArm::Mentor
+                | RescueArm::Llm
+                | RescueArm::Local
+                | RescueArm::MentorNoWrongOp
+                | RescueArm::RandomStep
+                | RescueArm::PriorStep
+        )
+    }
+
+    /// Whether the arm is measured with escalation too (a mentor, not a twin or a variant).
+    pub fn escalates(self) -> bool {
         matches!(self, RescueArm::Mentor | RescueArm::Llm | RescueArm::Local)
+    }
+
+    /// The levels the arm is measured at, of `levels`: a twin (and the mentor it is compared
+    /// with) at levels 1 and 2 only (level 3's control is `random_prefix`).
+    pub fn takes_level(self, level: u8) -> bool {
+        level < 3
+            || !matches!(self, RescueArm::MentorNoWrongOp | RescueArm::RandomStep | RescueArm::PriorStep)
     }
 }
 
@@ -107,7 +143,10 @@ pub struct RescueSection {
     /// Attempts per intervention, per escalation round (0: `sampling.group_size`).
     pub hinted_samples: usize,
     /// Draw the problems from one difficulty stratum of `mentor probe` (its name, e.g.
-    /// `gsm8k steps<=2` or `arith 2-step seed 0`; empty: every training problem).
+    /// `gsm8k steps<=2` or `arith 2-step seed 0`; empty: every training problem). Generated
+    /// strata: `arith|heldout <steps>-step seed <seed>`; `heldout` also takes a range of steps
+    /// (`2-4-step`: problem `i` has `2 + (i / 8) % 3` steps, so every template gets every
+    /// count), and `seed *` is the run's seed (each `--seeds` chunk draws new problems).
     pub stratum: String,
     /// The prompt style of every attempt: `system` (the run's prompt) or `few_shot` (two
     /// worked examples first, as `mentor probe` builds them).
@@ -121,6 +160,17 @@ pub struct RescueSection {
     pub batch_rows: usize,
     /// Bootstrap resamples of the problems for the paired intervals.
     pub bootstrap: usize,
+    /// The held-out family seed of the calibration set `prior_step` reads its steps from (the
+    /// stratum's problems with this seed, never a test problem).
+    pub calibration_seed: u64,
+    /// Collapsed calibration problems the `prior_step` table is read from.
+    pub calibration_collapsed: usize,
+    /// Most share of one diagnosed step among the measured collapsed problems of 3 or more
+    /// steps (1: no limit). Below 1, `rescue.collapsed` is split evenly over the problems' step
+    /// counts, and a collapsed problem whose diagnosed step already fills its share of its
+    /// count is written to `base.jsonl` as `skipped` and not measured, so the diagnosis cannot
+    /// be nearly a constant. Decided from the unhinted attempts alone.
+    pub max_position_share: f64,
 }
 
 impl Default for RescueSection {
@@ -143,6 +193,9 @@ impl Default for RescueSection {
             escalate: true,
             batch_rows: 128,
             bootstrap: 2000,
+            calibration_seed: 1000,
+            calibration_collapsed: 200,
+            max_position_share: 1.0,
         }
     }
 }
@@ -167,6 +220,12 @@ impl RescueSection {
         }
         if self.bootstrap == 0 {
             return Err("`rescue.bootstrap`: must be > 0".into());
+        }
+        if !(self.max_position_share > 0.0 && self.max_position_share <= 1.0) {
+            return Err(format!(
+                "`rescue.max_position_share`: {} (allowed: (0, 1])",
+                self.max_position_share
+            ));
         }
         let mut seen = std::collections::BTreeSet::new();
         if let Some(dup) = self.arms.iter().find(|a| !seen.insert(**a)) {
@@ -205,6 +264,10 @@ mod tests {
             RescueArm::WrongAnswers,
             RescueArm::WhereOnly,
             RescueArm::ReferenceInContext,
+            RescueArm::MentorNoWrongOp,
+            RescueArm::RandomStep,
+            RescueArm::PriorStep,
+            RescueArm::AllSteps,
         ] {
             assert_eq!(serde_json::to_value(arm).unwrap(), serde_json::json!(arm.name()));
         }

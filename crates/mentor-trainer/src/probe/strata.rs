@@ -142,15 +142,17 @@ pub fn arith(seed: u64, steps: usize, n: usize, system: Option<&str>) -> Stratum
     )
 }
 
-/// The held-out stratum: `n` problems of `steps` steps from the held-out family `seed`
-/// ([`crate::heldout`]), with `system` as their system message; its two worked examples come
-/// from the example-only templates, so none shares a template with a test problem.
-pub fn heldout(seed: u64, steps: usize, n: usize, system: Option<&str>) -> Stratum {
+/// The held-out stratum: `n` problems of `lo..=hi` steps from the held-out family `seed`
+/// ([`crate::heldout::mixed`]), with `system` as their system message; its two worked examples
+/// (of `lo` and `hi` steps) come from the example-only templates, so none shares a template with
+/// a test problem.
+pub fn heldout(seed: u64, (lo, hi): (usize, usize), n: usize, system: Option<&str>) -> Stratum {
+    let name = if lo == hi { format!("{lo}") } else { format!("{lo}-{hi}") };
     generated(
-        format!("heldout {steps}-step seed {seed}"),
+        format!("heldout {name}-step seed {seed}"),
         Source::Heldout,
-        crate::heldout::problems(seed, n, steps),
-        (0..2).map(|i| crate::heldout::example(seed, i, steps)).collect(),
+        crate::heldout::mixed(seed, n, (lo, hi)),
+        [(0, lo), (1, hi)].into_iter().map(|(i, steps)| crate::heldout::example(seed, i, steps)).collect(),
         system,
     )
 }

@@ -1,10 +1,11 @@
 //! The arms' interventions: each arm's mentor, built as training builds it
 //! ([`crate::train::arms::strategy`]), asked for one problem's hint at a level.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mentor_agents::{Guard, GuardConfig};
+use mentor_agents::{Guard, GuardConfig, TwinKind};
 use mentor_core::{Attempt, Diagnosis, GuardRejection, Hint, HintLevel, Mentor, MentorRequest, Task};
 use mentor_integration::Strategy;
 use mentor_policy::Policy;
@@ -14,30 +15,31 @@ use crate::config::{Arm, Backend, TrainConfig};
 use crate::error::{Error, Result};
 use mentor_verify_math::MathEquivalence;
 
-/// One row of the results: an arm, at a level for the diagnosing arms (`None`: with
-/// escalation), level 3 for `random_prefix`, none for the others.
+/// One row of the results: an arm, at a level for the leveled arms (`None`: with escalation),
+/// level 3 for `random_prefix`, level 1 for `all_steps`, none for the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ArmRow {
     /// The arm.
     pub arm: RescueArm,
     /// The level.
     pub level: Option<u8>,
-    /// `retry` only: as many attempts per problem as the `mentor` row with escalation drew
-    /// on it (escalation compared at equal attempts).
-    pub esc_attempts: bool,
+    /// `retry` only: a fixed `3 × rescue.hinted_samples` attempts per problem, what the
+    /// escalating rows may draw at most (escalation compared at a budget fixed in advance,
+    /// never one that depends on its outcome).
+    pub fixed_attempts: bool,
 }
 
 impl ArmRow {
-    /// A row without the escalation-matched attempts.
+    /// A row of one round's attempts.
     pub fn new(arm: RescueArm, level: Option<u8>) -> Self {
-        Self { arm, level, esc_attempts: false }
+        Self { arm, level, fixed_attempts: false }
     }
 
-    /// The row's arm name in `rescue.jsonl` and the summary (`retry_esc_attempts` for the
-    /// escalation-matched retry).
+    /// The row's arm name in `rescue.jsonl` and the summary (`retry_fixed` for the retry at
+    /// escalation's most attempts).
     pub fn name(&self) -> &'static str {
-        if self.esc_attempts {
-            "retry_esc_attempts"
+        if self.fixed_attempts {
+            "retry_fixed"
         } else {
             self.arm.name()
         }
@@ -45,7 +47,7 @@ impl ArmRow {
 
     /// Whether the row escalates through the levels.
     pub fn escalates(&self) -> bool {
-        self.arm.per_level() && self.level.is_none()
+        self.arm.escalates() && self.level.is_none()
     }
 }
 
@@ -54,21 +56,25 @@ pub fn rows(arms: &[RescueArm], levels: &[u8], escalate: bool) -> Vec<ArmRow> {
     let mut out = Vec::new();
     for &arm in arms {
         if arm.per_level() {
-            let mut ls = levels.to_vec();
+            let mut ls: Vec<u8> = levels.iter().copied().filter(|&l| arm.takes_level(l)).collect();
             ls.sort_unstable();
             ls.dedup();
             out.extend(ls.into_iter().map(|l| ArmRow::new(arm, Some(l))));
-            if escalate {
+            if escalate && arm.escalates() {
                 out.push(ArmRow::new(arm, None));
             }
         } else {
-            let level = (arm == RescueArm::RandomPrefix).then_some(3);
+            let level = match arm {
+                RescueArm::RandomPrefix => Some(3),
+                RescueArm::AllSteps => Some(1),
+                _ => None,
+            };
             out.push(ArmRow::new(arm, level));
         }
     }
     if escalate && arms.contains(&RescueArm::Retry) && arms.contains(&RescueArm::Mentor) {
         let at = out.iter().position(|r| r.arm == RescueArm::Retry).map_or(0, |i| i + 1);
-        out.insert(at, ArmRow { arm: RescueArm::Retry, level: None, esc_attempts: true });
+        out.insert(at, ArmRow { arm: RescueArm::Retry, level: None, fixed_attempts: true });
     }
     out
 }
@@ -176,6 +182,10 @@ pub struct Mentors {
     pub where_only: Box<dyn Mentor>,
     /// The guard of the random-prefix control (the mentor's guard settings).
     pub guard: Guard,
+    /// The `rules` mentor without the attempts' wrong operation (the twins' mentor).
+    pub no_wrong_op: Box<dyn Mentor>,
+    /// The step twins measured (`random_step`, `all_steps`; `prior_step` once calibrated).
+    pub twins: Vec<(RescueArm, mentor_agents::StepTwin)>,
 }
 
 impl Mentors {
@@ -242,7 +252,36 @@ impl Mentors {
                 guard(cfg),
             )),
             guard: guard(cfg),
+            no_wrong_op: Box::new(mentor_agents::AgentMentor::new(
+                "rules",
+                Box::new(mentor_agents::rules::RulesDiagnoser),
+                Box::new(mentor_agents::rules::RulesTutor::without_wrong_op(crate::train::arms::prompts(
+                    cfg,
+                )?)),
+                guard(cfg),
+            )),
+            twins: [(RescueArm::RandomStep, TwinKind::RandomStep), (RescueArm::AllSteps, TwinKind::AllSteps)]
+                .into_iter()
+                .filter(|(arm, _)| arms.contains(arm))
+                .map(|(arm, kind)| Ok((arm, twin(cfg, learner, kind)?)))
+                .collect::<Result<_>>()?,
         })
+    }
+
+    /// Adds the `prior_step` twin with its calibrated table.
+    pub fn add_prior(
+        &mut self,
+        cfg: &TrainConfig,
+        learner: &Arc<Policy>,
+        table: BTreeMap<String, usize>,
+    ) -> Result<()> {
+        self.twins.push((RescueArm::PriorStep, twin(cfg, learner, TwinKind::PriorStep(table))?));
+        Ok(())
+    }
+
+    /// The twin of a twin arm.
+    pub fn twin_of(&self, arm: RescueArm) -> Option<&mentor_agents::StepTwin> {
+        self.twins.iter().find(|(a, _)| *a == arm).map(|(_, t)| t)
     }
 
     /// The chat to batch `arm`'s calls with (the `local` arm's; `None` for the others).
@@ -264,9 +303,27 @@ impl Mentors {
             RescueArm::Refinement => Some(self.refinement.as_ref()),
             RescueArm::WrongAnswers => Some(self.wrong_answers.as_ref()),
             RescueArm::WhereOnly => Some(self.where_only.as_ref()),
-            RescueArm::Retry | RescueArm::RandomPrefix | RescueArm::ReferenceInContext => None,
+            RescueArm::MentorNoWrongOp => Some(self.no_wrong_op.as_ref()),
+            RescueArm::Retry
+            | RescueArm::RandomPrefix
+            | RescueArm::ReferenceInContext
+            | RescueArm::RandomStep
+            | RescueArm::PriorStep
+            | RescueArm::AllSteps => None,
         }
     }
+}
+
+/// A step twin of the `rules` mentor of `cfg` (its templates and guard), sized in the learner's
+/// tokens, drawn from the run's seed.
+fn twin(cfg: &TrainConfig, learner: &Arc<Policy>, kind: TwinKind) -> Result<mentor_agents::StepTwin> {
+    Ok(mentor_agents::StepTwin::new(
+        kind,
+        crate::train::arms::prompts(cfg)?,
+        guard(cfg),
+        cfg.run.seed,
+        crate::train::arms::token_count(learner),
+    ))
 }
 
 /// The guard with the config's limits and the math checker (as the arms' guard).
@@ -291,7 +348,14 @@ mod tests {
         let labels: Vec<String> = r.iter().map(|a| super::super::report::label(a.name(), a.level)).collect();
         assert_eq!(
             labels,
-            ["retry", "retry (esc attempts)", "mentor L1", "mentor L2", "mentor esc", "random_prefix"]
+            [
+                "retry",
+                "retry (3 rounds)",
+                "mentor L1",
+                "mentor L2",
+                "mentor best of 3 levels",
+                "random_prefix"
+            ]
         );
         assert_eq!(r[5].level, Some(3));
         assert!(r[4].escalates() && !r[2].escalates() && !r[0].escalates() && !r[1].escalates());

@@ -53,15 +53,35 @@ pub(super) fn of_hints(ctx: &Ctx<'_>, problems: &[Problem<'_>], cells: &mut [Vec
         }
     }
     let leaked = leaks(&items, ctx.verifier, ctx.cfg.mentor.max_code_overlap);
-    let mut lengths = Vec::with_capacity(items.len());
-    for (_, h) in &items {
-        lengths.push(ctx.policy.tokenizer().encode(&h.text)?.len());
-    }
-    for (((k, p), leak), len) in owners.into_iter().zip(leaked).zip(lengths) {
-        cells[k][p].leaks += usize::from(leak);
-        cells[k][p].hint_tokens.push(len);
+    let tokenizer = ctx.policy.tokenizer();
+    let tokens = |text: &str| tokenizer.encode(text).map_or(0, |ids| ids.len());
+    let found: Vec<((bool, bool), usize)> = items
+        .iter()
+        .map(|(task, hint)| (derivation(task, hint), mentor_agents::shown_size(hint, &tokens)))
+        .collect();
+    drop(items);
+    for (((k, p), leak), ((derived, solved), size)) in owners.into_iter().zip(leaked).zip(found) {
+        let cell = &mut cells[k][p];
+        cell.leaks += usize::from(leak);
+        cell.derivation_leaks += usize::from(derived);
+        cell.no_learner += usize::from(solved);
+        cell.hint_tokens.push(size);
     }
     Ok(())
+}
+
+/// Whether a math hint leaks by derivation, and whether the no-learner solver answers the
+/// problem from the question and the hint alone (both false for code, or without a numeric
+/// answer).
+pub fn derivation(task: &Task, hint: &Hint) -> (bool, bool) {
+    let Payload::Math(m) = &task.payload else { return (false, false) };
+    let Ok(answer) = m.answer.trim().replace(',', "").parse::<f64>() else { return (false, false) };
+    let text = shown(hint);
+    let question = task.question();
+    let reference = m.solution.as_deref().unwrap_or("");
+    let derived = mentor_agents::leak_by_derivation(question, &text, reference, answer).is_some();
+    let solved = mentor_agents::no_learner_answer(question, &text).is_some_and(|x| (x - answer).abs() < 1e-6);
+    (derived, solved)
 }
 
 #[cfg(test)]
@@ -89,6 +109,28 @@ mod tests {
         let other = hint("Half of it is 9.", None);
         let out = leaks(&[(&t, &safe), (&t, &boxed), (&t, &in_prefix), (&t, &other)], &v, 0.5);
         assert_eq!(out, vec![false, true, true, false]);
+    }
+
+    #[test]
+    fn a_hint_stating_a_result_and_the_operation_left_leaks_by_derivation() {
+        let mut t = Task::math(
+            "t",
+            "Mia has 7 boxes of pencils with 6 pencils in each. Then she gives away 9 pencils. How many pencils does Mia have now?",
+            "33",
+        );
+        t.payload = Payload::Math(mentor_core::MathPayload {
+            answer: "33".into(),
+            solution: Some(
+                "Mia has 7*6 = <<7*6=42>>42 pencils.\nShe has 42-9 = <<42-9=33>>33 left.\n#### 33".into(),
+            ),
+        });
+        let l2 = hint(
+            "These steps are right: Mia has 7 * 6 = 42 pencils. Step 2 needs a subtraction (\"Then she gives away 9 pencils.\").",
+            None,
+        );
+        assert_eq!(derivation(&t, &l2), (true, true));
+        let nudge = hint("Reread the question carefully and check every step of your reasoning.", None);
+        assert_eq!(derivation(&t, &nudge), (false, false));
     }
 
     #[test]

@@ -16,8 +16,11 @@
 //! training on rescued groups raises unhinted accuracy is what `mentor train` measures.
 
 pub(crate) mod arms;
+pub(crate) mod calibration;
+pub(crate) mod contrasts;
 pub(crate) mod leaks;
 pub(crate) mod pooled;
+mod quota;
 pub(crate) mod records;
 mod regime;
 pub(crate) mod reliance;
@@ -59,6 +62,11 @@ impl Problem<'_> {
     fn category(&self) -> Option<FailureCategory> {
         self.rules_l1.diagnosis.as_ref().map(|d| d.category)
     }
+
+    /// Steps of the reference solution (0 without one).
+    fn steps(&self) -> usize {
+        quota::steps(self.task)
+    }
 }
 
 /// One arm row's result on one problem.
@@ -78,6 +86,14 @@ struct Cell {
     excluded: bool,
     /// Reliance of each rescued (passing) hinted attempt, in attempt order.
     reliance: Vec<f64>,
+    /// Sequence-level reliance of each rescued hinted attempt (summed log-probs).
+    seq_reliance: Vec<f64>,
+    /// A step twin's targeting.
+    twin: Option<records::TwinSteps>,
+    /// Hints that leak by derivation.
+    derivation_leaks: usize,
+    /// Hints the no-learner solver answers.
+    no_learner: usize,
 }
 
 impl Cell {
@@ -148,7 +164,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
     let dir = cfg.output_dir().to_path_buf();
     std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
     let policy = Arc::new(crate::policy::build(&cfg.model, cfg.run.seed)?);
-    let mentors = Mentors::build(cfg, &policy, &r.arms)?;
+    let mut mentors = Mentors::build(cfg, &policy, &r.arms)?;
     let verifier = crate::verify::DomainVerifier::new(code);
     let (g_base, g_hint) = group_sizes(cfg);
     let sampler_cfg = Sampler {
@@ -156,22 +172,54 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
         top_p: cfg.sampling.top_p,
         top_k: cfg.sampling.top_k,
     };
-    let mut sampler =
-        PairedSampler::new(&policy, sampler_cfg, cfg.sampling.max_new_tokens, cfg.run.seed, r.batch_rows);
+    let mut sampler = PairedSampler::new(
+        &policy,
+        sampler_cfg.clone(),
+        cfg.sampling.max_new_tokens,
+        cfg.run.seed,
+        r.batch_rows,
+    );
     let bar = crate::progress::bar(cfg.run.progress, "rescue");
+    let mut prior = None;
+    if r.arms.contains(&RescueArm::PriorStep) {
+        // The calibration's attempts come from their own seed: the test's stay as they were.
+        let mut cal_sampler = PairedSampler::new(
+            &policy,
+            sampler_cfg.clone(),
+            cfg.sampling.max_new_tokens,
+            crate::seed::mix(&[cfg.run.seed, r.calibration_seed, 0xca1]),
+            r.batch_rows,
+        );
+        let ctx =
+            Ctx { cfg, policy: &policy, mentors: &mentors, verifier: &verifier, bar: &bar, g_base, g_hint };
+        prior = Some(calibration::prior_steps(&ctx, &mut cal_sampler)?);
+    }
+    if let Some(p) = &prior {
+        mentors.add_prior(cfg, &policy, p.prior.clone())?;
+    }
     let ctx = Ctx { cfg, policy: &policy, mentors: &mentors, verifier: &verifier, bar: &bar, g_base, g_hint };
     let mut peaks = StagePeaks::start();
 
     // 1. The unhinted attempts, until enough problems have collapsed.
-    let base = unhinted::sample(&ctx, &mut sampler, &tasks)?;
+    let mut quota = quota::PositionQuota::new(r.max_position_share, r.collapsed, &tasks);
+    let mut admit = |task: &Task, attempts: &[Attempt]| -> Result<bool> {
+        let asked = ask(mentors.rules.as_ref(), task, attempts, HintLevel::NUDGE, &[])?;
+        Ok(quota.admit(quota::steps(task), asked.diagnosis.and_then(|d| d.first_wrong_step)))
+    };
+    let base = unhinted::sample(&ctx, &mut sampler, &tasks, &mut admit)?;
     peaks.unhinted = stage_peak();
     crate::jsonl::write_lines(&dir.join(records::BASE_FILE), &base.lines)?;
     note(
         &bar,
         &format!(
-            "rescue: {} of {} problems collapsed (unhinted pass rate {:.3}) in {:.0} s{}",
-            base.collapsed.len(),
+            "rescue: {} of {} problems collapsed{} (unhinted pass rate {:.3}) in {:.0} s{}",
+            base.lines.iter().filter(|l| l.collapsed).count(),
             base.lines.len(),
+            match base.lines.iter().filter(|l| l.skipped).count() {
+                0 => String::new(),
+                n =>
+                    format!(", {} measured ({n} left out by rescue.max_position_share)", base.collapsed.len()),
+            },
             base.pass_rate,
             base.seconds,
             peaks
@@ -192,6 +240,11 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
         let rules_l1 = ask(mentors.rules.as_ref(), &tasks[*i], attempts, HintLevel::NUDGE, &[])?;
         problems.push(Problem { index: *i as u64, task: &tasks[*i], attempts: attempts.clone(), rules_l1 });
     }
+    let diagnosed = diagnosed_steps(&problems);
+    note(
+        &bar,
+        &format!("rescue: diagnosed step by step count (positions 1..n): {}", diagnosed_line(&diagnosed)),
+    );
     // 3-4. Every arm's interventions and hinted attempts, escalation included.
     let mut hinted = rounds::sample(&ctx, &mut sampler, &problems, base.rows)?;
     // 5. Hint reliance of every rescued hinted attempt.
@@ -200,7 +253,41 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
     leaks::of_hints(&ctx, &problems, &mut hinted.cells)?;
     peaks.hinted = stage_peak();
     // 7. Files and the summary.
-    summary::write(&ctx, &problems, &base, &hinted, &sampler, peaks.summary(), t0)
+    let facts =
+        summary::RunFacts { memory: peaks.summary(), t0, diagnosed_steps: diagnosed, prior_steps: prior };
+    summary::write(&ctx, &problems, &base, &hinted, &sampler, facts)
+}
+
+/// How often the `rules` diagnosis located each step, per step count: `steps → counts by
+/// position` (problems without a located step are not counted).
+fn diagnosed_steps(problems: &[Problem<'_>]) -> std::collections::BTreeMap<usize, Vec<usize>> {
+    let mut out: std::collections::BTreeMap<usize, Vec<usize>> = std::collections::BTreeMap::new();
+    for p in problems {
+        let Some(step) = p.rules_l1.diagnosis.as_ref().and_then(|d| d.first_wrong_step) else { continue };
+        let c = out.entry(p.steps()).or_insert_with(|| vec![0; p.steps()]);
+        if c.len() <= step {
+            c.resize(step + 1, 0);
+        }
+        c[step] += 1;
+    }
+    out
+}
+
+/// `2 steps [3, 40] (91% at one position); 3 steps [...]`.
+fn diagnosed_line(d: &std::collections::BTreeMap<usize, Vec<usize>>) -> String {
+    let parts: Vec<String> = d
+        .iter()
+        .map(|(steps, c)| {
+            let n: usize = c.iter().sum();
+            let top = c.iter().max().copied().unwrap_or(0);
+            format!("{steps} steps {c:?} ({:.0}% at one position)", 100.0 * top as f64 / n.max(1) as f64)
+        })
+        .collect();
+    if parts.is_empty() {
+        "none located".into()
+    } else {
+        parts.join("; ")
+    }
 }
 
 /// The live peak since the last stage ended, and a new peak for the next.

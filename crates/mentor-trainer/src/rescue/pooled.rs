@@ -90,7 +90,7 @@ fn read_summary(dir: &Path) -> Result<RescueSummary> {
     serde_json::from_str(&text).map_err(|e| Error::Jsonl { path, line: e.line(), message: e.to_string() })
 }
 
-fn read_lines(dir: &Path) -> Result<Vec<RescueLine>> {
+pub(crate) fn read_lines(dir: &Path) -> Result<Vec<RescueLine>> {
     let path = dir.join(RESCUE_FILE);
     let text = std::fs::read_to_string(&path).map_err(Error::io(&path))?;
     text.lines()
@@ -295,6 +295,13 @@ mod tests {
             cuts: None,
             excluded,
             reliance: if rescued { vec![-0.5] } else { Vec::new() },
+            seq_reliance: Vec::new(),
+            template: None,
+            steps: 2,
+            diagnosed_step: None,
+            twin: None,
+            derivation_leaks: 0,
+            no_learner: 0,
         }
     }
 
@@ -323,6 +330,8 @@ mod tests {
             mentor_seconds: None,
         };
         RescueSummary {
+            diagnosed_steps: Default::default(),
+            prior_steps: None,
             collapsed: 3,
             base_pass_rate: 0.25,
             arms: arms.iter().map(arm).collect(),

@@ -1,6 +1,7 @@
 //! What a rescue measurement writes: `base.jsonl` (every unhinted problem), `rescue.jsonl`
 //! (every intervention), and the summary (`summary.json`, and `--json` on stdout).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use mentor_core::{Diagnosis, FailureCategory, GuardRejection, Hint};
@@ -28,6 +29,10 @@ pub struct BaseLine {
     pub rewards: Vec<f64>,
     /// Whether every attempt failed.
     pub collapsed: bool,
+    /// Collapsed, but left out by `rescue.max_position_share` (its diagnosed step had filled its
+    /// share): not measured.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
     /// The attempts' texts.
     pub completions: Vec<String>,
 }
@@ -63,7 +68,8 @@ pub struct RescueLine {
     pub rescued: bool,
     /// Hints that leak the answer on their own.
     pub leaks: usize,
-    /// Tokens of each hint's text.
+    /// Size of each hint in tokens: its text plus its forced prefix ([`mentor_agents::shown_size`],
+    /// the definition training shares).
     pub hint_tokens: Vec<usize>,
     /// Seconds spent in the mentor.
     pub mentor_seconds: f64,
@@ -74,9 +80,46 @@ pub struct RescueLine {
     /// it; `rescue::reliance`).
     #[serde(default)]
     pub reliance: Vec<f64>,
-    /// Left out of this arm's rates and comparisons (`random_prefix` without another cut).
+    /// Left out of this arm's rates and comparisons (`random_prefix` without another cut; a
+    /// twin without a step of the mentor's size or a calibrated step).
     #[serde(default)]
     pub excluded: bool,
+    /// Sequence-level reliance of each rescued hinted attempt: its summed log-prob without the
+    /// hint minus with it.
+    #[serde(default)]
+    pub seq_reliance: Vec<f64>,
+    /// The problem's template (`meta.subject`; generated problems), the unit the
+    /// template-level interval resamples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// Steps of the problem's reference solution.
+    #[serde(default)]
+    pub steps: usize,
+    /// The step the `rules` diagnosis located (0-based), the same for every arm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosed_step: Option<usize>,
+    /// A step twin's targeting: the mentor's step, the twin's steps and both hints' sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub twin: Option<TwinSteps>,
+    /// Hints that leak by derivation ([`mentor_agents::leak_by_derivation`]): one operation they
+    /// name gives the answer from numbers shown, or they state every intermediate result but one.
+    #[serde(default)]
+    pub derivation_leaks: usize,
+    /// Hints a deterministic solver reading only the question and the hint answers
+    /// ([`mentor_agents::no_learner_answer`]).
+    #[serde(default)]
+    pub no_learner: usize,
+}
+
+/// A step twin's targeting on one problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TwinSteps {
+    /// The step the mentor's hint is about (0-based).
+    pub mentor_step: usize,
+    /// The steps the twin is about.
+    pub twin_steps: Vec<usize>,
+    /// Sizes (tokens of text plus forced prefix) of the mentor's hint and the twin's.
+    pub sizes: [usize; 2],
 }
 
 /// One arm row of the summary.
@@ -266,4 +309,11 @@ pub struct RescueSummary {
     pub memory: Option<MemoryPeaks>,
     /// The output directory.
     pub dir: PathBuf,
+    /// How often the `rules` diagnosis located each step among the collapsed problems, per
+    /// step count (`steps → counts by position`).
+    #[serde(default)]
+    pub diagnosed_steps: BTreeMap<usize, Vec<usize>>,
+    /// `prior_step`'s calibrated table, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_steps: Option<super::calibration::PriorSteps>,
 }

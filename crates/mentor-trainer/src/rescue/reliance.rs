@@ -42,9 +42,10 @@ pub(super) fn of_rescued(ctx: &Ctx<'_>, problems: &[Problem<'_>], cells: &mut [V
             }
         }
     }
-    let values = reliance(ctx.policy, &rescued_attempts, ctx.cfg.rescue.batch_rows)?;
-    for ((k, p), v) in rescued_owners.into_iter().zip(values) {
-        cells[k][p].reliance.push(v);
+    let values = reliance_both(ctx.policy, &rescued_attempts, ctx.cfg.rescue.batch_rows)?;
+    for ((k, p), (mean, seq)) in rescued_owners.into_iter().zip(values) {
+        cells[k][p].reliance.push(mean);
+        cells[k][p].seq_reliance.push(seq);
     }
     Ok(())
 }
@@ -62,14 +63,14 @@ pub struct Rescued {
     pub completion: Vec<u32>,
 }
 
-/// Mean per-token log-prob of each `completions[i]` given `prompts[i]`, `batch_rows` rows per
-/// pass.
+/// Mean and summed per-token log-prob of each `completions[i]` given `prompts[i]`,
+/// `batch_rows` rows per pass.
 fn mean_logprobs(
     policy: &Policy,
     prompts: &[Vec<u32>],
     completions: &[Vec<u32>],
     batch_rows: usize,
-) -> Result<Vec<f64>> {
+) -> Result<Vec<(f64, f64)>> {
     let opts = LogProbOptions {
         temperature: 1.0,
         entropy: Entropy::Off,
@@ -84,7 +85,7 @@ fn mean_logprobs(
         for (row, comp) in rows.iter().zip(c) {
             let n = comp.len();
             let sum: f64 = row.iter().take(n).map(|&x| f64::from(x)).sum();
-            out.push(if n > 0 { sum / n as f64 } else { 0.0 });
+            out.push((if n > 0 { sum / n as f64 } else { 0.0 }, sum));
         }
     }
     Ok(out)
@@ -101,7 +102,10 @@ const ROWS_PER_PASS: usize = 8;
 /// the whole call): on the trainable policy the projections record their inputs even under
 /// the no-grad kernels, and a pass over 64 few-shot rows held every layer's activations until
 /// the process was killed at 24 GB.
-pub fn reliance(policy: &Policy, attempts: &[Rescued], batch_rows: usize) -> Result<Vec<f64>> {
+/// Besides, the reliance over the whole sequence: the completion's summed log-prob without the
+/// hint minus with it (the log ratio of the two sequence probabilities, where the one or two
+/// tokens that decide are not diluted). `(per token, per sequence)` per attempt.
+pub fn reliance_both(policy: &Policy, attempts: &[Rescued], batch_rows: usize) -> Result<Vec<(f64, f64)>> {
     if attempts.is_empty() {
         return Ok(Vec::new());
     }
@@ -125,7 +129,7 @@ pub fn reliance(policy: &Policy, attempts: &[Rescued], batch_rows: usize) -> Res
     let completions: Vec<Vec<u32>> = attempts.iter().map(|a| a.completion.clone()).collect();
     let without = mean_logprobs(policy, &plain, &completions, batch_rows)?;
     let with = mean_logprobs(policy, &hinted, &completions, batch_rows)?;
-    Ok(without.iter().zip(&with).map(|(u, h)| u - h).collect())
+    Ok(without.iter().zip(&with).map(|(u, h)| (u.0 - h.0, u.1 - h.1)).collect())
 }
 
 /// Mean, standard deviation and count of `values` (`None` when empty).
@@ -153,7 +157,7 @@ mod tests {
     /// generator's own log-probs (at temperature 1 without truncation, each sampled token's
     /// log-prob given the prompt, computed incrementally with a key/value cache).
     #[test]
-    fn reliance_is_the_difference_of_mean_token_logprobs() {
+    fn reliance_is_the_difference_of_mean_and_summed_token_logprobs() {
         let p =
             Policy::char_level(ALPHABET, Config::tiny(0, 32, 2, 4, 2), 3, DType::F32, &Device::Cpu).unwrap();
         let cfg = GenerateConfig {
@@ -186,13 +190,14 @@ mod tests {
                     .unwrap();
                 sum += f64::from(lp[0][0]);
             }
-            sum / ids.len() as f64
+            sum
         };
         let mean_generated =
             generated.logprobs.iter().map(|&x| f64::from(x)).sum::<f64>() / generated.logprobs.len() as f64;
+        let n = ids.len() as f64;
         let (u, h) = (by_hand(&plain), by_hand(&hinted));
-        assert!((h - mean_generated).abs() < 1e-4, "{h} vs {mean_generated}");
-        let r = reliance(
+        assert!((h / n - mean_generated).abs() < 1e-4, "{h} vs {mean_generated}");
+        let r = reliance_both(
             &p,
             &[Rescued {
                 unhinted: plain.clone(),
@@ -203,16 +208,17 @@ mod tests {
             4,
         )
         .unwrap();
-        assert!((r[0] - (u - h)).abs() < 1e-4, "{r:?} vs {}", u - h);
-        assert!(r[0].abs() > 1e-6, "the two prompts differ, so do the log-probs");
+        assert!((r[0].0 - (u - h) / n).abs() < 1e-4, "{r:?} vs {}", (u - h) / n);
+        assert!((r[0].1 - (u - h)).abs() < 1e-3, "{r:?} vs {}", u - h);
+        assert!(r[0].0.abs() > 1e-6, "the two prompts differ, so do the log-probs");
         // A hint that is no hint: reliance 0.
-        let same = reliance(
+        let same = reliance_both(
             &p,
             &[Rescued { unhinted: plain.clone(), hinted: plain, prefix: Some("1".into()), completion: ids }],
             4,
         )
         .unwrap();
-        assert!(same[0].abs() < 1e-9, "{same:?}");
+        assert!(same[0].0.abs() < 1e-9 && same[0].1.abs() < 1e-9, "{same:?}");
     }
 
     #[test]

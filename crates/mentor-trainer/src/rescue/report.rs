@@ -6,13 +6,19 @@ use plotters::prelude::*;
 
 use super::records::{ArmSummary, RescueSummary, CHART_FILE, RESCUE_FILE};
 
-/// `mentor L2`, `mentor esc`, `retry`.
+/// `mentor L2`, `llm esc`, `retry`. The `rules` mentor's escalation is named for what it is:
+/// its tutor ignores the earlier hints and the prompt carries only the current one, so the row
+/// is the best of three levels (`mentor best of 3 levels`), not a conversation that escalates.
 pub fn label(arm: &str, level: Option<u8>) -> String {
-    let leveled = matches!(arm, "mentor" | "llm" | "local");
+    let leveled = matches!(
+        arm,
+        "mentor" | "llm" | "local" | "mentor_no_wrong_op" | "random_step" | "prior_step" | "all_steps"
+    );
     match (leveled, level) {
         (true, Some(l)) => format!("{arm} L{l}"),
+        (true, None) if arm == "mentor" => "mentor best of 3 levels".to_string(),
         (true, None) => format!("{arm} esc"),
-        _ if arm == "retry_esc_attempts" => "retry (esc attempts)".to_string(),
+        _ if arm == "retry_fixed" => "retry (3 rounds)".to_string(),
         _ => arm.to_string(),
     }
 }
@@ -315,6 +321,8 @@ mod tests {
 
     fn summary() -> RescueSummary {
         RescueSummary {
+            diagnosed_steps: Default::default(),
+            prior_steps: None,
             collapsed: 10,
             base_pass_rate: 0.05,
             arms: vec![arm("retry", None, 0.1), arm("mentor", Some(2), 0.4), arm("mentor", None, 0.5)],
@@ -344,12 +352,15 @@ mod tests {
     fn tables_label_levels_and_show_intervals() {
         let s = summary();
         let t = table(&s);
-        assert!(t.contains("mentor L2") && t.contains("mentor esc") && t.contains("retry"), "{t}");
+        assert!(
+            t.contains("mentor L2") && t.contains("mentor best of 3 levels") && t.contains("retry"),
+            "{t}"
+        );
         assert!(t.contains("0.400 [0.200, 0.600]") && t.contains("+0.300 [+0.200, +0.400]"), "{t}");
         assert_eq!(t.lines().count(), 4);
         let md = markdown(&s);
         assert!(md.contains("**10 problems collapsed**") && md.contains("rescue.svg"), "{md}");
-        assert!(md.contains("| mentor esc | 5/10 |"), "{md}");
+        assert!(md.contains("| mentor best of 3 levels | 5/10 |"), "{md}");
     }
 
     #[test]
@@ -359,6 +370,6 @@ mod tests {
         let rects = doc.descendants().filter(|n| n.has_tag_name("rect")).count();
         // The background and one bar per arm.
         assert!(rects > 3, "{rects}");
-        assert!(svg.contains("mentor L2") && svg.contains("mentor esc"), "{svg}");
+        assert!(svg.contains("mentor L2") && svg.contains("mentor best of 3 levels"), "{svg}");
     }
 }

@@ -83,6 +83,41 @@ pub(super) fn sample(
                     ask(mentor, prob.task, &prob.attempts, HintLevel::NUDGE, &[])?
                 }
                 RescueArm::ReferenceInContext => reference_in_context(prob.task),
+                RescueArm::RandomStep | RescueArm::PriorStep | RescueArm::AllSteps => {
+                    let twin = ctx
+                        .mentors
+                        .twin_of(row.arm)
+                        .ok_or_else(|| Error::Missing(format!("no twin built for the `{}` arm", row.arm)))?;
+                    let t0 = Instant::now();
+                    let level = hint_level(row.level.unwrap_or(1));
+                    let got = twin.twin(prob.task, &prob.attempts, level).map_err(|e| {
+                        Error::Integration(mentor_integration::Error::Mentor(mentor_core::MentorError {
+                            backend: row.arm.name().into(),
+                            message: e.to_string(),
+                        }))
+                    })?;
+                    let Some(tw) = got else {
+                        cell.excluded = true;
+                        continue;
+                    };
+                    cell.twin = Some(super::records::TwinSteps {
+                        mentor_step: tw.mentor_step,
+                        twin_steps: tw.twin_steps.clone(),
+                        sizes: tw.sizes,
+                    });
+                    if tw.excluded {
+                        // No step of the mentor's size (or no calibrated step): not a control
+                        // of this problem. Left out of the comparisons, and counted.
+                        cell.excluded = true;
+                        continue;
+                    }
+                    Asked {
+                        hint: tw.hint,
+                        rejections: tw.rejections,
+                        seconds: t0.elapsed().as_secs_f64(),
+                        ..Asked::default()
+                    }
+                }
                 RescueArm::RandomPrefix => {
                     let l3 = cached(&mut asked, ctx.mentors, RescueArm::Mentor, p, 3, prob)?;
                     let control = l3.hint.as_ref().and_then(|h| {
@@ -112,8 +147,8 @@ pub(super) fn sample(
     }
     let mentor_seconds: f64 = cells.iter().flatten().map(|c| c.mentor_seconds).sum();
     let t_hinted = Instant::now();
-    // The retry attempts: as many as escalation may draw (its rounds' attempts), so the
-    // escalation-matched row takes its first ones; the plain row takes the first G'.
+    // The retry attempts: as many as escalation may draw (its rounds' attempts); the fixed row
+    // takes them all, the plain row the first G'.
     let esc_rounds = if r.escalate { 3 } else { 1 };
     let retry_problems: Vec<usize> = {
         let mut ps: Vec<usize> = retry_rows.iter().map(|&(_, p)| p).collect();
@@ -136,9 +171,8 @@ pub(super) fn sample(
         sampler.sample(&retry_requests, HINTED_STREAM, ctx.g_hint * esc_rounds, ctx.verifier, ctx.bar)?;
     let pool: HashMap<usize, Vec<Scored>> = retry_problems.iter().copied().zip(pool).collect();
     for &(k, p) in &retry_rows {
-        if !rows[k].esc_attempts {
-            cells[k][p].attempts = pool[&p][..ctx.g_hint.min(pool[&p].len())].to_vec();
-        }
+        let n = if rows[k].fixed_attempts { ctx.g_hint * esc_rounds } else { ctx.g_hint };
+        cells[k][p].attempts = pool[&p][..n.min(pool[&p].len())].to_vec();
     }
     sample_round(ctx, sampler, problems, &mut cells, pending)?;
 
@@ -146,15 +180,6 @@ pub(super) fn sample(
     // hinted attempt failed (or no hint passed the guard), as training escalates.
     for level in 2..=3u8 {
         escalate(ctx, sampler, problems, &rows, &mut cells, &mut model_asks, level)?;
-    }
-    // The escalation-matched retry: per problem, as many attempts as `mentor esc` drew on it.
-    if let Some(esc) = rows.iter().position(|row| row.arm == RescueArm::Mentor && row.escalates()) {
-        for &(k, p) in &retry_rows {
-            if rows[k].esc_attempts {
-                let n = cells[esc][p].attempts.len().min(pool[&p].len());
-                cells[k][p].attempts = pool[&p][..n].to_vec();
-            }
-        }
     }
     ctx.bar.finish_and_clear();
     note(

@@ -1,6 +1,7 @@
 //! Stage 7: the per-problem lines, the per-arm summary with its paired intervals (overall
 //! and per diagnosis category), and the files they are written to.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use mentor_core::FailureCategory;
@@ -15,17 +16,26 @@ use crate::error::{Error, Result};
 use crate::seed::mix;
 use crate::stats;
 
+/// What the measurement learned besides the rows: its memory peaks so far, when it started,
+/// where the diagnosis located the failing step, and `prior_step`'s table.
+pub(super) struct RunFacts {
+    pub memory: records::MemoryPeaks,
+    pub t0: Instant,
+    pub diagnosed_steps: BTreeMap<usize, Vec<usize>>,
+    pub prior_steps: Option<super::calibration::PriorSteps>,
+}
+
 /// Writes the measurement's files into the run's output directory and returns its summary
-/// (`memory`: its peaks so far; `t0`: when it started).
+/// (`run`: what it learned besides the rows).
 pub(super) fn write(
     ctx: &Ctx<'_>,
     problems: &[Problem<'_>],
     base: &Unhinted,
     hinted: &Hinted,
     sampler: &PairedSampler<'_>,
-    memory: records::MemoryPeaks,
-    t0: Instant,
+    run: RunFacts,
 ) -> Result<RescueSummary> {
+    let RunFacts { memory, t0, diagnosed_steps, prior_steps } = run;
     let dir = ctx.cfg.output_dir();
     let lines: Vec<RescueLine> = hinted
         .rows
@@ -94,6 +104,8 @@ pub(super) fn write(
         base_seconds: base.seconds,
         memory: Some(memory),
         dir: dir.to_path_buf(),
+        diagnosed_steps,
+        prior_steps,
     };
     crate::jsonl::write_json(&dir.join(records::SUMMARY_FILE), &summary)?;
     crate::jsonl::write_atomic(&dir.join(records::REPORT_FILE), report::markdown(&summary).as_bytes())?;
@@ -141,6 +153,13 @@ fn intervention_line(row: &ArmRow, prob: &Problem<'_>, cell: &Cell) -> RescueLin
         cuts: cell.cuts,
         reliance: cell.reliance.clone(),
         excluded: cell.excluded,
+        seq_reliance: cell.seq_reliance.clone(),
+        template: prob.task.meta.subject.clone(),
+        steps: prob.steps(),
+        diagnosed_step: prob.rules_l1.diagnosis.as_ref().and_then(|d| d.first_wrong_step),
+        twin: cell.twin.clone(),
+        derivation_leaks: cell.derivation_leaks,
+        no_learner: cell.no_learner,
     }
 }
 
@@ -155,7 +174,7 @@ fn summarize(
     seed: u64,
 ) -> Vec<ArmSummary> {
     let rescued = |k: usize, p: usize| if cells[k][p].rescued() { 1.0 } else { 0.0 };
-    let find = |arm: RescueArm| rows.iter().position(|r| r.arm == arm && !r.esc_attempts);
+    let find = |arm: RescueArm| rows.iter().position(|r| r.arm == arm && !r.fixed_attempts);
     let diff = |k: usize, other: Option<usize>| -> Option<[f64; 3]> {
         let o = other?;
         let both: Vec<usize> =

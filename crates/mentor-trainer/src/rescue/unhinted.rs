@@ -25,8 +25,13 @@ pub(super) struct Unhinted {
 }
 
 /// Samples `ctx.g_base` attempts per problem of `tasks`, in order, stopping once
-/// `rescue.collapsed` problems collapsed (when set).
-pub(super) fn sample(ctx: &Ctx<'_>, sampler: &mut PairedSampler<'_>, tasks: &[Task]) -> Result<Unhinted> {
+/// `rescue.collapsed` problems collapsed and were admitted by `admit` (when set).
+pub(super) fn sample(
+    ctx: &Ctx<'_>,
+    sampler: &mut PairedSampler<'_>,
+    tasks: &[Task],
+    admit: &mut dyn FnMut(&Task, &[Attempt]) -> Result<bool>,
+) -> Result<Unhinted> {
     let r = &ctx.cfg.rescue;
     let t_base = Instant::now();
     let planned = if r.collapsed > 0 { tasks.len().min(r.collapsed) } else { tasks.len() };
@@ -62,15 +67,19 @@ pub(super) fn sample(ctx: &Ctx<'_>, sampler: &mut PairedSampler<'_>, tasks: &[Ta
             passed += ss.iter().filter(|s| s.attempt.verdict.passed()).count();
             total += ss.len();
             let all_fail = !any_passed(ss.iter().map(|s| &s.attempt.verdict));
+            let completions = ss.iter().map(|s| s.attempt.completion.text.clone()).collect();
+            let attempts: Vec<Attempt> = ss.into_iter().map(|s| s.attempt).collect();
+            let admitted = all_fail && admit(&tasks[i], &attempts)?;
             base_lines.push(BaseLine {
                 problem: tasks[i].id.clone(),
                 index: i as u64,
                 rewards,
                 collapsed: all_fail,
-                completions: ss.iter().map(|s| s.attempt.completion.text.clone()).collect(),
+                skipped: all_fail && !admitted,
+                completions,
             });
-            if all_fail {
-                collapsed.push((i, ss.into_iter().map(|s| s.attempt).collect()));
+            if admitted {
+                collapsed.push((i, attempts));
             }
         }
         start = end;

@@ -1,0 +1,136 @@
+//! `prior_step`'s table: on a calibration set (the stratum's problems under
+//! `rescue.calibration_seed`, never a test problem), the learner's unhinted attempts, the
+//! `rules` diagnosis of every collapsed problem, and per template and step count the step the
+//! diagnosis locates most often (ties: the earliest). No per-problem diagnosis reaches the
+//! twin: only this table. Written once to `prior_steps.json` (beside the chunks when the run
+//! is one of `--seeds`) and read back while its stratum and seed match.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use mentor_core::HintLevel;
+use serde::{Deserialize, Serialize};
+
+use super::arms::ask;
+use super::sampling::PairedSampler;
+use super::{note, unhinted, Ctx};
+use crate::error::{Error, Result};
+
+/// The table's file name.
+pub const FILE: &str = "prior_steps.json";
+
+/// The calibrated table and how it was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriorSteps {
+    /// The stratum whose template set was calibrated.
+    pub stratum: String,
+    /// The family seed of the calibration problems.
+    pub calibration_seed: u64,
+    /// Problems sampled, and of them collapsed.
+    pub problems: usize,
+    /// Collapsed problems diagnosed.
+    pub collapsed: usize,
+    /// `template/steps` → how often the diagnosis located each step (0-based positions).
+    pub counts: BTreeMap<String, Vec<usize>>,
+    /// `template/steps` → the most often located step.
+    pub prior: BTreeMap<String, usize>,
+}
+
+/// Where a run's table lives: beside the chunks (`seed-<s>` directories), else in the run's
+/// directory.
+pub fn path(dir: &Path) -> PathBuf {
+    let chunk = dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("seed-"));
+    match dir.parent() {
+        Some(parent) if chunk => parent.join(FILE),
+        _ => dir.join(FILE),
+    }
+}
+
+/// The most frequent position of each key's counts (ties: the earliest).
+pub fn modes(counts: &BTreeMap<String, Vec<usize>>) -> BTreeMap<String, usize> {
+    counts
+        .iter()
+        .filter_map(|(key, c)| {
+            let best = c
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .max_by(|(i, a), (j, b)| a.cmp(b).then(j.cmp(i)));
+            best.map(|(i, _)| (key.clone(), i))
+        })
+        .collect()
+}
+
+/// The run's table: read from [`path`] when it was made for this stratum and seed, else
+/// calibrated with `sampler` (its own seed: the test's attempts are untouched) and written.
+pub(super) fn prior_steps(ctx: &Ctx<'_>, sampler: &mut PairedSampler<'_>) -> Result<PriorSteps> {
+    let r = &ctx.cfg.rescue;
+    let file = path(ctx.cfg.output_dir());
+    if let Ok(text) = std::fs::read_to_string(&file) {
+        let table: PriorSteps = serde_json::from_str(&text).map_err(|e| Error::Jsonl {
+            path: file.clone(),
+            line: e.line(),
+            message: e.to_string(),
+        })?;
+        if table.stratum == r.stratum && table.calibration_seed == r.calibration_seed {
+            note(ctx.bar, &format!("rescue: prior_step reads {}", file.display()));
+            return Ok(table);
+        }
+    }
+    let tasks = super::regime::calibration(ctx.cfg)?;
+    let mut cfg = ctx.cfg.clone();
+    cfg.rescue.collapsed = r.calibration_collapsed;
+    let cal = Ctx { cfg: &cfg, ..*ctx };
+    // Every collapsed problem counts: the table estimates where the learner fails.
+    let base = unhinted::sample(&cal, sampler, &tasks, &mut |_, _| Ok(true))?;
+    let mut counts: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, attempts) in &base.collapsed {
+        let task = &tasks[*i];
+        let asked = ask(ctx.mentors.rules.as_ref(), task, attempts, HintLevel::NUDGE, &[])?;
+        let Some(step) = asked.diagnosis.and_then(|d| d.first_wrong_step) else { continue };
+        let key = mentor_agents::twins::prior_key(task);
+        let steps: usize = key.rsplit('/').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        let c = counts.entry(key).or_insert_with(|| vec![0; steps.max(step + 1)]);
+        if c.len() <= step {
+            c.resize(step + 1, 0);
+        }
+        c[step] += 1;
+    }
+    let table = PriorSteps {
+        stratum: r.stratum.clone(),
+        calibration_seed: r.calibration_seed,
+        problems: base.lines.len(),
+        collapsed: base.collapsed.len(),
+        prior: modes(&counts),
+        counts,
+    };
+    crate::jsonl::write_json(&file, &table)?;
+    note(
+        ctx.bar,
+        &format!(
+            "rescue: prior_step calibrated on {} collapsed of {} problems (family seed {}) → {}",
+            table.collapsed,
+            table.problems,
+            r.calibration_seed,
+            file.display()
+        ),
+    );
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prior_is_the_most_located_step_ties_to_the_earliest() {
+        let counts = BTreeMap::from([
+            ("a/3".to_string(), vec![1, 4, 4]),
+            ("b/2".to_string(), vec![0, 2]),
+            ("c/2".to_string(), vec![0, 0]),
+        ]);
+        assert_eq!(modes(&counts), BTreeMap::from([("a/3".to_string(), 1), ("b/2".to_string(), 1)]));
+        assert_eq!(path(Path::new("/x/seed-3")), Path::new("/x/prior_steps.json"));
+        assert_eq!(path(Path::new("/x/run")), Path::new("/x/run/prior_steps.json"));
+    }
+}
