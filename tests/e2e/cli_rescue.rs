@@ -51,7 +51,7 @@ fn rescue_measures_every_arm_on_the_collapsed_problems_and_writes_its_files() {
         arms.iter().map(|a| (a["arm"].as_str().unwrap().to_string(), a["level"].clone())).collect();
     let want = [
         ("retry", serde_json::Value::Null),
-        ("retry_esc_attempts", serde_json::Value::Null),
+        ("retry_fixed", serde_json::Value::Null),
         ("static_hints", serde_json::Value::Null),
         ("refinement", serde_json::Value::Null),
         ("wrong_answers", serde_json::Value::Null),
@@ -83,9 +83,10 @@ fn rescue_measures_every_arm_on_the_collapsed_problems_and_writes_its_files() {
     assert_eq!(arms[0]["diff_vs_retry"], serde_json::json!([0.0, 0.0, 0.0]));
     assert_eq!(arms[1]["diff_vs_static"], serde_json::json!([0.0, 0.0, 0.0]));
     assert_eq!(arms[0]["samples"], 6);
-    // The escalation-matched retry drew as many attempts per problem as `mentor esc`.
+    // The fixed retry draws the most attempts the best-of-3-levels row may: 3 rounds of 2.
     let esc = arms.iter().find(|a| a["arm"] == "mentor" && a["level"].is_null()).unwrap();
-    assert_eq!(arms[1]["samples"], esc["samples"]);
+    assert_eq!(arms[1]["samples"], 18);
+    assert!(esc["samples"].as_u64().unwrap() <= 18);
     assert_eq!(s["unhinted_samples"], 2);
     assert_eq!(s["regime"]["prompt"], "few_shot");
 
@@ -100,7 +101,7 @@ fn rescue_measures_every_arm_on_the_collapsed_problems_and_writes_its_files() {
         let rewards = line["rewards"].as_array().unwrap().len();
         match line["arm"].as_str().unwrap() {
             "retry" => assert_eq!((hints, rewards), (0, 2)),
-            "retry_esc_attempts" => assert!(hints == 0 && rewards <= 6, "{line}"),
+            "retry_fixed" => assert_eq!((hints, rewards), (0, 6), "{line}"),
             // Escalation asks again while every attempt fails: up to three hints.
             "mentor" if line["level"].is_null() => assert!(hints <= 3 && rewards == 2 * hints, "{line}"),
             _ => assert!(hints <= 1 && rewards == 2 * hints, "{line}"),
@@ -112,7 +113,113 @@ fn rescue_measures_every_arm_on_the_collapsed_problems_and_writes_its_files() {
     assert_eq!(summary["arms"], s["arms"]);
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("mentor L3") && report.contains("rescue.svg"), "{report}");
+    assert!(report.contains("mentor best of 3 levels") && report.contains("retry (3 rounds)"), "{report}");
     assert!(std::fs::read_to_string(dir.join("rescue.svg")).unwrap().contains("<svg"));
+}
+
+/// The twins run on any GSM8K-format problems (`rescue.stratum = ""`): each is the mentor's
+/// hint about another step, sized within the band or excluded and counted; `prior_step` asks for
+/// a generated family to calibrate on, by name.
+#[test]
+fn the_step_twins_run_on_dataset_problems() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("twins");
+    let s = rescue(
+        &dir,
+        &["rescue.arms=[\"mentor_no_wrong_op\", \"random_step\", \"all_steps\"]", "rescue.levels=[1, 2, 3]"],
+    );
+    let names: Vec<(String, serde_json::Value)> = s["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["arm"].as_str().unwrap().to_string(), a["level"].clone()))
+        .collect();
+    let want: Vec<(String, serde_json::Value)> = [
+        ("mentor_no_wrong_op", 1),
+        ("mentor_no_wrong_op", 2),
+        ("random_step", 1),
+        ("random_step", 2),
+        ("all_steps", 1),
+    ]
+    .iter()
+    .map(|(a, l)| (a.to_string(), (*l).into()))
+    .collect();
+    assert_eq!(names, want, "twins and their mentor at levels 1 and 2 only");
+    for line in lines(&dir.join("rescue.jsonl")) {
+        assert!(line["steps"].as_u64().unwrap() >= 1, "{line}");
+        if line["arm"] == "random_step" {
+            let twin = &line["twin"];
+            let sizes: Vec<u64> =
+                twin["sizes"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+            if line["excluded"] == true {
+                assert!(line["hints"].as_array().unwrap().is_empty(), "{line}");
+            } else {
+                let (m, t) = (sizes[0] as f64, sizes[1] as f64);
+                assert!((t - m).abs() <= 0.1 * m, "outside the size band: {line}");
+                assert_ne!(twin["twin_steps"][0], twin["mentor_step"], "{line}");
+            }
+        }
+    }
+    let out = mentor()
+        .args(["rescue", "--config", "rescue-gsm8k-smollm2", "--set", "rescue.arms=[\"prior_step\"]"])
+        .arg("--set")
+        .arg(format!("data.dir={}", data_dir().display()))
+        .arg("--set")
+        .arg(format!("run.output_dir={}", root.path().join("prior").display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("prior_step") && err.contains("generated"), "{err}");
+}
+
+/// Chunks of a `seed *` held-out stratum draw distinct problems, run with the calibrated
+/// `prior_step`, and are analysed together: clustered contrasts with exact and Holm p-values.
+#[test]
+fn heldout_chunks_draw_new_problems_and_are_analysed_together() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("chunks");
+    let mut cmd = mentor();
+    cmd.args(["--threads", "2", "rescue", "--config", "rescue-heldout-smollm2", "--seeds", "1,2"]);
+    for s in [
+        format!("run.output_dir={}", dir.display()),
+        format!("data.dir={}", data_dir().display()),
+        "run.progress=false".into(),
+        "rescue.collapsed=3".into(),
+        "rescue.calibration_collapsed=3".into(),
+        "rescue.max_position_share=1.0".into(),
+        "rescue.bootstrap=100".into(),
+        "rescue.unhinted_samples=1".into(),
+        "rescue.hinted_samples=1".into(),
+        "rescue.arms=[\"retry\", \"mentor\", \"mentor_no_wrong_op\", \"random_step\", \"prior_step\"]".into(),
+        "rescue.levels=[1]".into(),
+        "rescue.escalate=false".into(),
+        "sampling.max_new_tokens=8".into(),
+    ] {
+        cmd.arg("--set").arg(s);
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let ids = |seed: u64| -> Vec<String> {
+        lines(&dir.join(format!("seed-{seed}/base.jsonl")))
+            .iter()
+            .map(|l| l["problem"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (a, b) = (ids(1), ids(2));
+    assert!(
+        a.iter().all(|id| id.starts_with("heldout/1/")) && b.iter().all(|id| id.starts_with("heldout/2/"))
+    );
+    assert!(dir.join("prior_steps.json").is_file(), "calibrated once, beside the chunks");
+    let analysis: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("analysis.json")).unwrap()).unwrap();
+    assert_eq!(analysis["problems"], 6);
+    let primary = &analysis["contrasts"][0];
+    assert_eq!(primary["name"], "operator hint vs random step (L1)");
+    assert!(primary["n"].as_u64().unwrap() <= 6 && primary["p_holm"].is_f64(), "{primary}");
+    assert!(primary["p"].is_f64() || primary["n"] == 0, "{primary}");
+    let md = std::fs::read_to_string(dir.join("analysis.md")).unwrap();
+    assert!(md.contains("**primary**") && md.contains("random_step L1"), "{md}");
 }
 
 #[test]
