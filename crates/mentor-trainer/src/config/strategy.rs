@@ -38,11 +38,14 @@ pub enum Arm {
     Dapo,
     /// The learner revises a failed answer shown with the verifier's feedback.
     Refinement,
+    /// The mentor's hint (without the attempts' wrong operation) about a random other step of the
+    /// same size: the diagnosis removed, everything else equal ([`mentor_agents::StepTwin`]).
+    RandomStep,
 }
 
 impl Arm {
     /// Every arm, in report order.
-    pub const ALL: [Arm; 10] = [
+    pub const ALL: [Arm; 11] = [
         Arm::Vanilla,
         Arm::StaticHints,
         Arm::WrongAnswers,
@@ -53,6 +56,7 @@ impl Arm {
         Arm::Mentor,
         Arm::Dapo,
         Arm::Refinement,
+        Arm::RandomStep,
     ];
 
     /// The name used in configs, on the command line and in reports.
@@ -68,6 +72,7 @@ impl Arm {
             Arm::Mentor => "mentor",
             Arm::Dapo => "dapo",
             Arm::Refinement => "refinement",
+            Arm::RandomStep => "random_step",
         }
     }
 

@@ -101,6 +101,7 @@ pub(crate) fn known_arm_color(arm: Arm) -> ((u8, u8, u8), &'static str) {
         Arm::Mentor => ((31, 119, 180), "blue"),
         Arm::Dapo => ((44, 160, 44), "green"),
         Arm::Refinement => ((148, 103, 189), "purple"),
+        Arm::RandomStep => ((255, 105, 180), "hot pink"),
     }
 }
 

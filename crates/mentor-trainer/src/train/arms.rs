@@ -119,6 +119,13 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
             cfg.run.seed,
             token_count(learner),
         )))),
+        Arm::RandomStep => plain(intervene(Box::new(mentor_agents::StepTwin::new(
+            mentor_agents::TwinKind::RandomStep,
+            prompts(cfg)?,
+            guard(),
+            cfg.run.seed,
+            token_count(learner),
+        )))),
         Arm::FullSolution => plain(Strategy::FullSolution {
             max_groups: cfg.strategy.intervention.max_interventions_per_step,
             rewrite: None,
@@ -203,6 +210,26 @@ mod tests {
             assert!(t.chars().all(|c| ALPHABET.contains(c)), "{t:?} leaves the alphabet");
             assert!(t.starts_with("H ") && !t.contains('='), "{t:?}");
         }
+    }
+
+    /// `random_step` trains with the mentor's twin: the same template about another step.
+    #[test]
+    fn the_random_step_arm_is_the_mentors_twin() {
+        let mut cfg = TrainConfig::load("gsm8k-smollm2", &[]).unwrap();
+        cfg.strategy.arm = Arm::RandomStep;
+        let learner = Arc::new(
+            Policy::char_level(
+                ALPHABET,
+                mentor_policy::Config::tiny(0, 32, 2, 4, 2),
+                1,
+                candle_core::DType::F32,
+                &candle_core::Device::Cpu,
+            )
+            .unwrap(),
+        );
+        let built = strategy(&cfg, &learner).unwrap();
+        let Strategy::Intervene { mentor, .. } = built.strategy else { panic!("an intervening arm") };
+        assert_eq!(mentor.name(), "random_step");
     }
 
     /// With teacher references, every arm that shows reference lines gets them through the one

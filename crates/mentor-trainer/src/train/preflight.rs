@@ -145,6 +145,7 @@ pub fn workload(
             | Arm::WhereOnly
             | Arm::Mentor
             | Arm::Refinement
+            | Arm::RandomStep
     );
     let group = cfg.sampling.group_size;
     let per_prompt = if intervening { group.max(cfg.strategy.intervention.hinted_samples) } else { group };
