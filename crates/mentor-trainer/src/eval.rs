@@ -36,6 +36,10 @@ pub struct EvalRow {
     /// are paired problem by problem. Empty in rows written before it was recorded.
     #[serde(default)]
     pub correct: Vec<bool>,
+    /// The named evaluation set (`[[eval.sets]]`) the row is of; absent for a curriculum level
+    /// and for `data.eval`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<String>,
 }
 
 /// How pass@k is measured: `samples >= k` completions per problem at `temperature`.
@@ -125,7 +129,18 @@ pub fn evaluate(
     } else {
         (None, None)
     };
-    Ok(EvalRow { step, level, n, pass1, k, passk, samples: if k > 0 { samples } else { 0 }, meank, correct })
+    Ok(EvalRow {
+        step,
+        level,
+        n,
+        pass1,
+        k,
+        passk,
+        samples: if k > 0 { samples } else { 0 },
+        meank,
+        correct,
+        set: None,
+    })
 }
 
 #[cfg(test)]
@@ -156,8 +171,10 @@ mod tests {
             samples: 0,
             meank: None,
             correct: vec![true, false, true],
+            set: None,
         };
         let line = serde_json::to_string(&row).unwrap();
+        assert!(!line.contains("\"set\""), "no set name: the line is as before {line}");
         assert!(line.contains(r#""correct":[true,false,true]"#), "{line}");
         assert_eq!(serde_json::from_str::<EvalRow>(&line).unwrap(), row);
     }

@@ -18,7 +18,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     let sets = eval_sets(&cfg, &tasks);
     if sets.is_empty() {
         anyhow::bail!(
-            "nothing to evaluate\nhint: set data.eval_tasks (datasets) or eval.levels (curriculum)"
+            "nothing to evaluate\nhint: set data.eval_tasks or [[eval.sets]] (datasets), or eval.levels (curriculum)"
         );
     }
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
@@ -36,7 +36,11 @@ pub fn run(args: &EvalArgs) -> Result<()> {
                 }
                 _ => String::new(),
             };
-            let level = if r.level > 0 { format!("level {}  ", r.level) } else { String::new() };
+            let level = match (&r.set, r.level) {
+                (Some(name), _) => format!("{name}  "),
+                (None, l) if l > 0 => format!("level {l}  "),
+                _ => String::new(),
+            };
             println!("{level}n {}  pass@1 {:.3}{k}", r.n, r.pass1);
         }
     }

@@ -57,7 +57,11 @@ impl Progress for Bar {
     fn eval(&mut self, rows: &[EvalRow]) {
         for r in rows {
             let k = r.passk.map(|p| format!(" pass@{} {p:.3}", r.k)).unwrap_or_default();
-            let level = if r.level > 0 { format!(" L{}", r.level) } else { String::new() };
+            let level = match (&r.set, r.level) {
+                (Some(name), _) => format!(" {name}"),
+                (None, l) if l > 0 => format!(" L{l}"),
+                _ => String::new(),
+            };
             self.line(&format!(
                 "{}: eval step {}{level}: pass@1 {:.3}{k} (n={})",
                 self.name, r.step, r.pass1, r.n

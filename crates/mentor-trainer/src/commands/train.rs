@@ -30,7 +30,11 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let evals: Vec<String> = summary
         .final_eval
         .iter()
-        .map(|r| if r.level > 0 { format!("L{} {:.3}", r.level, r.pass1) } else { format!("{:.3}", r.pass1) })
+        .map(|r| match (&r.set, r.level) {
+            (Some(name), _) => format!("{name} {:.3}", r.pass1),
+            (None, l) if l > 0 => format!("L{l} {:.3}", r.pass1),
+            _ => format!("{:.3}", r.pass1),
+        })
         .collect();
     eprintln!(
         "{}: {} steps in {:.0} s; unhinted pass@1 [{}]; interventions {}, rescued {}; mean ZRF {:.2} → {}",

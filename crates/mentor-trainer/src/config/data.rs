@@ -53,9 +53,10 @@ pub struct DataSection {
     /// [`mentor_core::assets::locate_datasets`] from the current directory: `$MENTOR_DATASETS`,
     /// the asset directory's `datasets/`, or a `shared/datasets` beside its ancestors).
     pub dir: Option<PathBuf>,
-    /// Training tasks: `dataset:split` (e.g. `gsm8k:train`) or a JSONL file in `kind`'s
-    /// format. Default: the set's training split (GSM8K and MBPP `train`); MATH-500 and
-    /// HumanEval are evaluation-only and have none.
+    /// Training tasks: `dataset:split` (e.g. `gsm8k:train`), a JSONL file in `kind`'s format,
+    /// or generated problems (`arith 2-step seed 0`, `heldout 2-4-step seed *`; `kind` must be
+    /// `gsm8k`; `data.limit` of them, 4,096 when 0). Default: the set's training split (GSM8K and
+    /// MBPP `train`); MATH-500 and HumanEval are evaluation-only and have none.
     pub train: Option<String>,
     /// Evaluation tasks, held out from training: `dataset:split` or a file. Default: the
     /// set's `test` split.
@@ -68,6 +69,11 @@ pub struct DataSection {
     pub allow_overlap: bool,
     /// System prompt put before each task (real models).
     pub system_prompt: Option<String>,
+    /// How every training and evaluation prompt is built: `system` (the system prompt and the
+    /// problem) or `few_shot` (two worked examples before the problem: a generated family's
+    /// own example problems, or the easiest stratum's of a dataset, as `mentor probe` builds
+    /// them).
+    pub prompt: crate::config::PromptStyle,
     /// Code tasks: `binary` (1 only when every test passes) or `fraction_passed` (the share
     /// of tests passed; tampering, syntax errors and limits still give 0).
     pub code_reward: CodeReward,
@@ -95,8 +101,81 @@ impl Default for DataSection {
             eval_tasks: 0,
             allow_overlap: false,
             system_prompt: None,
+            prompt: crate::config::PromptStyle::System,
             code_reward: CodeReward::Binary,
         }
+    }
+}
+
+/// A family of generated word problems (math tasks in GSM8K's form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// The development family ([`crate::arith`]).
+    Arith,
+    /// The held-out templates ([`crate::heldout`]).
+    Heldout,
+}
+
+impl Family {
+    /// `arith`, `heldout`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Arith => "arith",
+            Family::Heldout => "heldout",
+        }
+    }
+}
+
+/// Generated problems: `arith <steps>-step seed <seed>` or `heldout <steps>[-<steps>]-step seed
+/// <seed>`; seed `*` is the run's seed (each run seed draws new problems).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generated {
+    /// The family.
+    pub family: Family,
+    /// Steps per problem, lowest and highest (`heldout` mixes them: problem `i` has
+    /// `lo + (i / 8) % (hi - lo + 1)`).
+    pub steps: (usize, usize),
+    /// The family seed (`None`: the run's).
+    pub seed: Option<u64>,
+}
+
+impl std::fmt::Display for Generated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (lo, hi) = self.steps;
+        let steps = if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") };
+        let seed = self.seed.map_or_else(|| "*".to_string(), |s| s.to_string());
+        write!(f, "{} {steps}-step seed {seed}", self.family.name())
+    }
+}
+
+impl Generated {
+    /// Parses a generated family's name; `None` when `text` names none (another kind of spec),
+    /// an error naming the expected form when it names one badly.
+    pub fn parse(text: &str) -> Option<std::result::Result<Self, String>> {
+        let (family, rest) = [Family::Arith, Family::Heldout]
+            .into_iter()
+            .find_map(|f| Some((f, text.strip_prefix(f.name())?.strip_prefix(' ')?)))?;
+        let steps_of = |t: &str| -> Option<(usize, usize)> {
+            match t.split_once('-') {
+                Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+                None => t.parse().ok().map(|n| (n, n)),
+            }
+        };
+        let parsed = rest.split_once("-step seed ").and_then(|(steps, seed)| {
+            let seed = if seed == "*" { None } else { Some(seed.parse::<u64>().ok()?) };
+            Some(Generated { family, steps: steps_of(steps)?, seed })
+        });
+        let ok = parsed.filter(|g| {
+            let (lo, hi) = g.steps;
+            (1..=4).contains(&lo) && lo <= hi && hi <= 4 && (family == Family::Heldout || lo == hi)
+        });
+        Some(ok.ok_or_else(|| {
+            format!(
+                "`{text}`: expected `{} <steps>-step seed <seed>` (steps 1-4{}; seed a number or `*`)",
+                family.name(),
+                if family == Family::Heldout { ", or a range such as 2-4" } else { "" }
+            )
+        }))
     }
 }
 
@@ -112,6 +191,8 @@ pub enum TaskSpec {
     },
     /// A JSONL (or MBPP JSON array) file in the format of the config's `data.kind`.
     File(PathBuf),
+    /// Generated word problems (math, in GSM8K's form).
+    Generated(Generated),
 }
 
 impl std::fmt::Display for TaskSpec {
@@ -119,13 +200,18 @@ impl std::fmt::Display for TaskSpec {
         match self {
             TaskSpec::Split { dataset, split } => write!(f, "{}:{split}", dataset.name()),
             TaskSpec::File(p) => write!(f, "{}", p.display()),
+            TaskSpec::Generated(g) => write!(f, "{g}"),
         }
     }
 }
 
 impl TaskSpec {
-    /// Parses `dataset:split` (a known set and one of its splits), else takes `text` as a file.
+    /// Parses a generated family ([`Generated::parse`]), `dataset:split` (a known set and one
+    /// of its splits), else takes `text` as a file.
     pub fn parse(text: &str) -> std::result::Result<Self, String> {
+        if let Some(g) = Generated::parse(text) {
+            return g.map(TaskSpec::Generated);
+        }
         if let Some((name, split)) = text.split_once(':') {
             if let Some(dataset) = Dataset::from_name(name) {
                 if !dataset.splits().contains(&split) {
@@ -184,6 +270,12 @@ impl DataSection {
                 }
                 Ok(Some(_)) if self.kind == DataKind::Curriculum => {
                     return invalid(field, "the curriculum generates its tasks; leave it unset")
+                }
+                Ok(Some(TaskSpec::Generated(g))) if self.kind != DataKind::Gsm8k => {
+                    return invalid(
+                        field,
+                        format!("`{g}` is math in GSM8K's form: set `data.kind = \"gsm8k\"` (its verifier)"),
+                    )
                 }
                 Ok(_) => {}
             }

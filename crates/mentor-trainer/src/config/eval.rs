@@ -21,17 +21,48 @@ pub struct EvalSection {
     pub samples: usize,
     /// Temperature of the pass@k samples.
     pub temperature: f64,
+    /// Named evaluation sets, each evaluated and reported apart (`[[eval.sets]]`), besides
+    /// `data.eval`: e.g. the training templates held out, templates never trained on, a GSM8K
+    /// slice.
+    pub sets: Vec<NamedSet>,
+}
+
+/// `[[eval.sets]]`: a named evaluation set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedSet {
+    /// The name in `eval.jsonl` and reports (`same_templates`, `new_templates`, `gsm8k`).
+    pub name: String,
+    /// Its tasks, as `data.train` names them: `dataset:split`, a file, or generated problems
+    /// (`heldout 2-step seed 900`). Generated problems that are also training problems (by
+    /// question text) are left out before the first `n` are taken.
+    pub tasks: String,
+    /// Problems in the set (the first `n`).
+    pub n: usize,
 }
 
 impl Default for EvalSection {
     fn default() -> Self {
-        Self { every: 10, problems: 200, levels: vec![], k: 0, samples: 0, temperature: 1.0 }
+        Self { every: 10, problems: 200, levels: vec![], k: 0, samples: 0, temperature: 1.0, sets: vec![] }
     }
 }
 
 impl EvalSection {
-    /// Enough draws for pass@k.
+    /// Enough draws for pass@k; named sets with distinct names, a task source and a size.
     pub fn validate(&self) -> Result<(), String> {
+        let mut names = std::collections::BTreeSet::new();
+        for (i, set) in self.sets.iter().enumerate() {
+            let field = format!("eval.sets[{i}]");
+            if set.name.trim().is_empty() || !names.insert(set.name.as_str()) {
+                return invalid(&format!("{field}.name"), format!("`{}`: empty or used twice", set.name));
+            }
+            if let Err(e) = super::TaskSpec::parse(&set.tasks) {
+                return invalid(&format!("{field}.tasks"), e);
+            }
+            if set.n == 0 {
+                return invalid(&format!("{field}.n"), "0 (give the number of problems)");
+            }
+        }
         if self.samples > 0 && self.samples < self.k {
             return invalid(
                 "eval.samples",

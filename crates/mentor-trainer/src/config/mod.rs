@@ -26,7 +26,7 @@ mod sampling;
 mod strategy;
 
 pub use crate::curriculum::{CurriculumSection, ReferenceStyle};
-pub use data::{CodeReward, DataKind, DataSection, TaskSpec};
+pub use data::{CodeReward, DataKind, DataSection, Family, Generated, TaskSpec};
 pub use eval::EvalSection;
 pub use mentor::{Backend, MentorModel, MentorSection, PromptSet};
 pub use model::{ModelChoice, ModelSection};
@@ -218,6 +218,30 @@ impl TrainConfig {
             return invalid("pretrain.steps", "pretraining is only defined for `data.kind = \"curriculum\"`");
         }
         self.data.validate()?;
+        for (i, set) in self.eval.sets.iter().enumerate() {
+            let field = format!("eval.sets[{i}].tasks");
+            match TaskSpec::parse(&set.tasks) {
+                _ if self.data.kind == DataKind::Curriculum => {
+                    return invalid(&field, "the curriculum evaluates by level (`eval.levels`)")
+                }
+                Ok(TaskSpec::Split { dataset, .. }) if Some(dataset) != self.data.kind.dataset() => {
+                    return invalid(
+                        &field,
+                        format!(
+                            "names {} but `data.kind` is another set: one run, one verifier",
+                            dataset.name()
+                        ),
+                    )
+                }
+                Ok(TaskSpec::Generated(g)) if self.data.kind != DataKind::Gsm8k => {
+                    return invalid(
+                        &field,
+                        format!("`{g}` is math in GSM8K's form: it needs `data.kind = \"gsm8k\"`"),
+                    )
+                }
+                _ => {}
+            }
+        }
         if self.model.source == ModelChoice::Tiny && self.data.kind != DataKind::Curriculum {
             return invalid("model.source", "`tiny` only speaks the curriculum's alphabet; use a real model");
         }

@@ -114,7 +114,7 @@ pub fn of_dataset(tasks: &[Task], dataset: &str) -> Vec<Stratum> {
 const ARITH_EXAMPLES_AT: u64 = 1 << 40;
 
 /// A stratum of generated problems, `system` (the config's system prompt) put first in each.
-fn generated(
+fn generated_stratum(
     name: String,
     source: Source,
     tasks: Vec<Task>,
@@ -133,7 +133,7 @@ fn generated(
 /// The arithmetic stratum: `n` generated problems of `steps` steps from family `seed`, with
 /// `system` (the config's system prompt) as their system message.
 pub fn arith(seed: u64, steps: usize, n: usize, system: Option<&str>) -> Stratum {
-    generated(
+    generated_stratum(
         format!("arith {steps}-step seed {seed}"),
         Source::Arith,
         crate::arith::problems(seed, n, steps),
@@ -148,13 +148,22 @@ pub fn arith(seed: u64, steps: usize, n: usize, system: Option<&str>) -> Stratum
 /// a test problem.
 pub fn heldout(seed: u64, (lo, hi): (usize, usize), n: usize, system: Option<&str>) -> Stratum {
     let name = if lo == hi { format!("{lo}") } else { format!("{lo}-{hi}") };
-    generated(
+    generated_stratum(
         format!("heldout {name}-step seed {seed}"),
         Source::Heldout,
         crate::heldout::mixed(seed, n, (lo, hi)),
         [(0, lo), (1, hi)].into_iter().map(|(i, steps)| crate::heldout::example(seed, i, steps)).collect(),
         system,
     )
+}
+
+/// `n` problems of a generated family with family seed `seed` (whatever `g.seed` says: the
+/// caller resolves `*`), `system` as their system message, and the family's worked examples.
+pub fn generated(g: crate::config::Generated, seed: u64, n: usize, system: Option<&str>) -> Stratum {
+    match g.family {
+        crate::config::Family::Arith => arith(seed, g.steps.0, n, system),
+        crate::config::Family::Heldout => heldout(seed, g.steps, n, system),
+    }
 }
 
 /// A worked example's answer as the learner should write it: for math, the reference

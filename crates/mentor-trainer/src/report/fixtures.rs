@@ -77,7 +77,18 @@ pub fn step(step: usize, reward: f64, zrf: f64, intervened: usize, rescued: usiz
 /// An evaluation row: 10 problems, pass@4 from 4 samples, no per-problem outcomes (as rows
 /// written before they were recorded).
 pub fn eval(step: usize, level: u32, pass1: f64, passk: Option<f64>) -> EvalRow {
-    EvalRow { step, level, n: 10, pass1, k: 4, passk, samples: 4, meank: passk, correct: Vec::new() }
+    EvalRow {
+        step,
+        level,
+        n: 10,
+        pass1,
+        k: 4,
+        passk,
+        samples: 4,
+        meank: passk,
+        correct: Vec::new(),
+        set: None,
+    }
 }
 
 /// An evaluation row with per-problem greedy outcomes `correct` (`n` and `pass1` follow from
@@ -85,7 +96,18 @@ pub fn eval(step: usize, level: u32, pass1: f64, passk: Option<f64>) -> EvalRow 
 pub fn eval_outcomes(step: usize, level: u32, correct: &[bool]) -> EvalRow {
     let n = correct.len();
     let pass1 = correct.iter().filter(|&&c| c).count() as f64 / n.max(1) as f64;
-    EvalRow { step, level, n, pass1, k: 0, passk: None, samples: 0, meank: None, correct: correct.to_vec() }
+    EvalRow {
+        step,
+        level,
+        n,
+        pass1,
+        k: 0,
+        passk: None,
+        samples: 0,
+        meank: None,
+        correct: correct.to_vec(),
+        set: None,
+    }
 }
 
 /// `n` outcomes of which the first `right` are correct.

@@ -318,7 +318,7 @@ fn plot_notes(plots: &[PlotLink]) -> String {
     for m in DYNAMICS.iter().filter(|m| plots.iter().any(|p| p.file_name == format!("{}.svg", m.key))) {
         let _ = writeln!(s, "- `{}.svg`: {}.", m.key, m.about);
     }
-    s.push_str("- `eval_level_<L>.svg`: unhinted greedy pass@1 on level L at each evaluation step.\n\n");
+    s.push_str("- `eval_level_<L>.svg`: unhinted greedy pass@1 on level L (or `data.eval`) at each evaluation step; `eval_<set>.svg`: the same on a named set (`[[eval.sets]]`).\n\n");
     s
 }
 

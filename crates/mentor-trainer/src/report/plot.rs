@@ -172,10 +172,13 @@ pub(crate) fn all_charts(runs: &[&RunData]) -> Vec<Chart> {
             .map(|m| step_chart(runs, m))
             .filter(|c| c.series.iter().any(|s| s.points.iter().any(plottable))),
     );
-    let mut levels: Vec<u32> = runs.iter().flat_map(|r| r.evals.iter().map(|e| e.level)).collect();
-    levels.sort_unstable();
-    levels.dedup();
-    charts.extend(levels.into_iter().map(|level| eval_chart(runs, level)));
+    // One chart per evaluation set: a curriculum level, `data.eval`, or a named set.
+    let mut sets: Vec<(u32, Option<&str>)> =
+        runs.iter().flat_map(|r| r.evals.iter().map(|e| (e.level, e.set.as_deref()))).collect();
+    // Levels (and `data.eval`) first, then the named sets by name.
+    sets.sort_unstable_by_key(|&(level, set)| (set.is_some(), level, set));
+    sets.dedup();
+    charts.extend(sets.into_iter().map(|(level, set)| eval_chart(runs, level, set)));
     charts
 }
 
@@ -241,13 +244,14 @@ fn interventions_chart(runs: &[&RunData]) -> Chart {
     }
 }
 
-fn eval_chart(runs: &[&RunData], level: u32) -> Chart {
+fn eval_chart(runs: &[&RunData], level: u32, set: Option<&str>) -> Chart {
+    let of_set = |e: &&crate::eval::EvalRow| e.level == level && e.set.as_deref() == set;
     let series = runs
         .iter()
-        .filter(|r| r.evals.iter().any(|e| e.level == level))
+        .filter(|r| r.evals.iter().any(|e| of_set(&e)))
         .map(|r| {
             let mut rows: Vec<(f64, f64)> =
-                finite_points(r.evals.iter().filter(|e| e.level == level).map(|e| (e.step as f64, e.pass1)));
+                finite_points(r.evals.iter().filter(of_set).map(|e| (e.step as f64, e.pass1)));
             rows.sort_by(|a, b| a.0.total_cmp(&b.0));
             Series {
                 label: clean_label(&r.info.name),
@@ -259,8 +263,14 @@ fn eval_chart(runs: &[&RunData], level: u32) -> Chart {
         })
         .collect();
     Chart {
-        file_name: format!("eval_level_{level}.svg"),
-        title: format!("Unhinted greedy pass@1, level {level}"),
+        file_name: match set {
+            Some(name) => format!("eval_{}.svg", file_safe(name)),
+            None => format!("eval_level_{level}.svg"),
+        },
+        title: match set {
+            Some(name) => format!("Unhinted greedy pass@1, {name}"),
+            None => format!("Unhinted greedy pass@1, level {level}"),
+        },
         x_label: "training step".to_string(),
         y_label: "pass@1 (unhinted, greedy)".to_string(),
         series,
@@ -268,6 +278,11 @@ fn eval_chart(runs: &[&RunData], level: u32) -> Chart {
         y_base: (0.0, 1.0),
         legend: SeriesLabelPosition::UpperLeft,
     }
+}
+
+/// A set name as a file name: letters, digits, `-` and `_`; anything else becomes `_`.
+fn file_safe(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
 /// Largest magnitude drawn; plotters overflows its integer pixel maths on far larger values.
@@ -579,6 +594,23 @@ mod tests {
             names(&runs),
             ["reward.svg", "zrf.svg", "interventions.svg", "zero_std.svg", "eval_level_4.svg"]
         );
+        // Named evaluation sets get a chart each, apart from the level's.
+        for r in &mut runs {
+            let named: Vec<crate::eval::EvalRow> = r
+                .evals
+                .iter()
+                .flat_map(|e| {
+                    ["new templates", "same"].map(|n| crate::eval::EvalRow {
+                        level: 0,
+                        set: Some(n.into()),
+                        ..e.clone()
+                    })
+                })
+                .collect();
+            r.evals.extend(named);
+        }
+        let all = names(&runs);
+        assert_eq!(&all[all.len() - 3..], ["eval_level_4.svg", "eval_new_templates.svg", "eval_same.svg"]);
     }
 
     #[test]

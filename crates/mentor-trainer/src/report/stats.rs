@@ -262,11 +262,20 @@ pub fn run_stats(run: &RunData) -> RunStats {
     }
 }
 
+/// The final evaluation of a run's main set: the hardest curriculum level, or `data.eval` (named
+/// sets, `[[eval.sets]]`, are each their own chart and are not the main set; a run with named
+/// sets only takes its first).
 fn final_eval(run: &RunData) -> Option<FinalEval> {
-    let has_hard = run.info.hard_level.filter(|h| run.evals.iter().any(|e| e.level == *h));
-    let level = has_hard.or_else(|| run.evals.iter().map(|e| e.level).max())?;
+    let main = run
+        .evals
+        .iter()
+        .find(|e| e.set.is_none())
+        .map_or_else(|| run.evals.first().and_then(|e| e.set.clone()), |_| None);
+    let of_main = |e: &&crate::eval::EvalRow| e.set == main;
+    let has_hard = run.info.hard_level.filter(|h| run.evals.iter().filter(of_main).any(|e| e.level == *h));
+    let level = has_hard.or_else(|| run.evals.iter().filter(of_main).map(|e| e.level).max())?;
     // Last row wins on duplicate steps (a re-run evaluation overrides an earlier one).
-    let row = run.evals.iter().filter(|e| e.level == level).max_by_key(|e| e.step)?;
+    let row = run.evals.iter().filter(of_main).filter(|e| e.level == level).max_by_key(|e| e.step)?;
     Some(FinalEval {
         step: row.step,
         level,

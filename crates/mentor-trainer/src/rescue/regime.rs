@@ -19,21 +19,12 @@ pub(super) fn calibration(cfg: &TrainConfig) -> Result<Vec<Task>> {
     tasks_of_family(cfg, Vec::new(), Some(cfg.rescue.calibration_seed))
 }
 
-/// A stratum's steps: one count, or a range (`2-4`).
-fn steps_of(text: &str) -> Option<(usize, usize)> {
-    match text.split_once('-') {
-        Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)).filter(|(a, b)| a <= b),
-        None => text.parse().ok().map(|n| (n, n)),
-    }
-}
-
 fn tasks_of_family(cfg: &TrainConfig, tasks: Vec<Task>, family_seed: Option<u64>) -> Result<Vec<Task>> {
     use crate::probe::strata;
     let r = &cfg.rescue;
     let strata_of =
         |tasks: &[Task]| strata::of_dataset(tasks, cfg.data.kind.dataset().map_or("data", |d| d.name()));
-    let generated =
-        ["arith ", "heldout "].into_iter().find_map(|f| Some((f.trim_end(), r.stratum.strip_prefix(f)?)));
+    let generated = crate::config::Generated::parse(&r.stratum);
     if family_seed.is_some() && generated.is_none() {
         return Err(Error::Config {
             file: "[rescue]".into(),
@@ -46,32 +37,16 @@ fn tasks_of_family(cfg: &TrainConfig, tasks: Vec<Task>, family_seed: Option<u64>
     let (chosen, examples) = if r.stratum.is_empty() {
         let examples = strata_of(&tasks).first().map(|s| s.examples.clone()).unwrap_or_default();
         (tasks, examples)
-    } else if let Some((family, rest)) = generated {
+    } else if let Some(g) = generated {
         // `arith|heldout <steps>-step seed <seed>`: as many generated problems as the rescue
         // may use (`heldout`: the templates apart from arith's, examples from their own).
-        let parsed = rest.split_once("-step seed ").and_then(|(steps, seed)| {
-            let seed = if seed == "*" { Some(cfg.run.seed) } else { seed.parse::<u64>().ok() };
-            Some((steps_of(steps)?, seed?))
-        });
-        let parsed = parsed.filter(|((lo, hi), _)| family == "heldout" || lo == hi);
-        let Some((steps, seed)) = parsed else {
-            return Err(Error::Config {
-                file: "[rescue]".into(),
-                message: format!(
-                    "`rescue.stratum` = \"{}\": expected `{family} <steps>-step seed <seed>`{}",
-                    r.stratum,
-                    if family == "heldout" { " (steps `2` or `2-4`, seed a number or `*`)" } else { "" }
-                ),
-            });
-        };
-        let seed = family_seed.unwrap_or(seed);
+        let g = g.map_err(|m| Error::Config {
+            file: "[rescue]".into(),
+            message: format!("`rescue.stratum` = {m}"),
+        })?;
+        let seed = family_seed.unwrap_or(g.seed.unwrap_or(cfg.run.seed));
         let n = if r.problems > 0 { r.problems } else { 10 * r.collapsed.max(1) };
-        let system = cfg.data.system_prompt.as_deref();
-        let s = if family == "arith" {
-            strata::arith(seed, steps.0, n, system)
-        } else {
-            strata::heldout(seed, steps, n, system)
-        };
+        let s = strata::generated(g, seed, n, cfg.data.system_prompt.as_deref());
         (s.tasks, s.examples)
     } else {
         let all = strata_of(&tasks);

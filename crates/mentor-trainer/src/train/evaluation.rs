@@ -15,16 +15,41 @@ pub fn curriculum_eval_seed(cfg: &TrainConfig) -> u64 {
     mix(&[cfg.run.seed, 0xe7a1])
 }
 
-/// The evaluation sets: `(level, tasks)`.
-pub fn eval_sets(cfg: &TrainConfig, tasks: &Tasks) -> Vec<(u32, Vec<Task>)> {
+/// One evaluation set: a curriculum level, the held-out split, or a named set of `[[eval.sets]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalSet {
+    /// The curriculum level (0 for dataset and named sets).
+    pub level: u32,
+    /// The name of an `[[eval.sets]]` set (`None`: a level, or `data.eval`).
+    pub name: Option<String>,
+    /// Its tasks, in evaluation order.
+    pub tasks: Vec<Task>,
+}
+
+/// The evaluation sets: the curriculum's levels, or `data.eval` and every `[[eval.sets]]`.
+pub fn eval_sets(cfg: &TrainConfig, tasks: &Tasks) -> Vec<EvalSet> {
     match tasks {
         Tasks::Curriculum => cfg
             .eval_levels()
             .into_iter()
-            .map(|l| (l, cfg.curriculum.tasks(curriculum_eval_seed(cfg), l, cfg.eval.problems, "eval")))
+            .map(|l| EvalSet {
+                level: l,
+                name: None,
+                tasks: cfg.curriculum.tasks(curriculum_eval_seed(cfg), l, cfg.eval.problems, "eval"),
+            })
             .collect(),
-        Tasks::Dataset { eval, .. } if !eval.is_empty() => vec![(0, eval.clone())],
-        Tasks::Dataset { .. } => vec![],
+        Tasks::Dataset { eval, named, .. } => {
+            let mut out = Vec::new();
+            if !eval.is_empty() {
+                out.push(EvalSet { level: 0, name: None, tasks: eval.clone() });
+            }
+            out.extend(named.iter().map(|(name, tasks)| EvalSet {
+                level: 0,
+                name: Some(name.clone()),
+                tasks: tasks.clone(),
+            }));
+            out
+        }
     }
 }
 
@@ -33,17 +58,17 @@ pub fn run_eval(
     cfg: &TrainConfig,
     policy: &Policy,
     verifier: &dyn Verifier,
-    sets: &[(u32, Vec<Task>)],
+    sets: &[EvalSet],
     step: usize,
 ) -> Result<Vec<EvalRow>> {
     sets.iter()
-        .map(|(level, tasks)| {
-            evaluate(
+        .map(|set| {
+            let row = evaluate(
                 policy,
                 verifier,
-                tasks,
+                &set.tasks,
                 step,
-                *level,
+                set.level,
                 cfg.sampling.max_new_tokens,
                 crate::eval::Sampled {
                     k: cfg.eval.k,
@@ -51,7 +76,8 @@ pub fn run_eval(
                     temperature: cfg.eval.temperature,
                 },
                 mix(&[cfg.run.seed, 0xe7a1, step as u64]),
-            )
+            )?;
+            Ok(EvalRow { set: set.name.clone(), ..row })
         })
         .collect()
 }

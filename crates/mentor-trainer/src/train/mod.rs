@@ -14,7 +14,7 @@ pub(crate) mod run;
 pub(crate) mod tasks;
 
 pub use arms::prompts;
-pub use evaluation::{eval_sets, run_eval};
+pub use evaluation::{eval_sets, run_eval, EvalSet};
 pub use records::{
     InterventionEntry, RunInfo, StepRecord, EVAL_FILE, INTERVENTIONS_FILE, METRICS_FILE, RUN_FILE,
     SUMMARY_FILE,

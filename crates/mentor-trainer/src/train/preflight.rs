@@ -44,9 +44,9 @@ pub fn prompt_budget(
     cfg: &TrainConfig,
     policy: &Policy,
     tasks: &Tasks,
-    sets: &[(u32, Vec<Task>)],
+    sets: &[super::EvalSet],
 ) -> Result<PromptBudget> {
-    let evals = sets.iter().flat_map(|(_, t)| t);
+    let evals = sets.iter().flat_map(|s| &s.tasks);
     let found = match tasks {
         Tasks::Dataset { train, .. } => longest(policy, train.iter().chain(evals))?,
         Tasks::Curriculum => {
@@ -252,11 +252,11 @@ pub fn memory_check(
     cfg: &TrainConfig,
     policy: &Policy,
     budget: &PromptBudget,
-    sets: &[(u32, Vec<Task>)],
+    sets: &[super::EvalSet],
     fresh: bool,
 ) -> Result<MemoryCheck> {
     let shape = ModelShape::of(policy.config(), policy.num_params());
-    let eval_tasks = sets.iter().map(|(_, t)| t.len()).max().unwrap_or(0);
+    let eval_tasks = sets.iter().map(|s| s.tasks.len()).max().unwrap_or(0);
     let work = workload(cfg, budget, eval_tasks, pretraining(cfg, policy, fresh)?);
     let mut check = MemoryCheck::new(memory::estimate(&shape, &work), memory::meminfo(), memory::resident());
     check.basis = (work.prompt_tokens, work.micro_batch_rows());

@@ -117,7 +117,7 @@ pub struct Run<'a> {
     out: PathBuf,
     started: Instant,
     tasks: Tasks,
-    sets: Vec<(u32, Vec<mentor_core::Task>)>,
+    sets: Vec<super::EvalSet>,
     verifier: DomainVerifier<'a>,
     policy: Arc<Policy>,
     reference: Option<Policy>,

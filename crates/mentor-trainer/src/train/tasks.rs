@@ -23,15 +23,28 @@ pub enum Tasks {
     Dataset {
         /// Training tasks.
         train: Vec<Task>,
-        /// Evaluation tasks.
+        /// Evaluation tasks (`data.eval`).
         eval: Vec<Task>,
+        /// The named evaluation sets (`[[eval.sets]]`), in the config's order.
+        named: Vec<(String, Vec<Task>)>,
     },
 }
 
+/// Training problems drawn from a generated family when `data.limit` is 0.
+pub const GENERATED_TRAIN: usize = 4096;
+
+/// Tasks of one source and the worked examples a few-shot prompt shows before them.
+struct Loaded {
+    tasks: Vec<Task>,
+    examples: Vec<Task>,
+}
+
 /// Loads the tasks a config names (nothing for the curriculum): the training tasks from
-/// `data.train` in a seeded order, cut to `data.limit`, and the first `data.eval_tasks` of
-/// `data.eval`. Training and evaluation tasks that overlap (by id or by normalised question
-/// text) are an error naming both sources unless `data.allow_overlap`.
+/// `data.train` in a seeded order, cut to `data.limit`, the first `data.eval_tasks` of
+/// `data.eval`, and the first `n` of each `[[eval.sets]]`; every prompt in `data.prompt`'s
+/// style. Training and evaluation tasks that overlap (by id or by normalised question text) are
+/// an error naming both sources unless `data.allow_overlap`; generated evaluation problems that
+/// repeat a training problem are left out instead (a small family repeats itself).
 pub fn load_tasks(cfg: &TrainConfig) -> Result<Tasks> {
     let Some(dataset) = cfg.data.kind.dataset() else {
         return Ok(Tasks::Curriculum);
@@ -40,7 +53,8 @@ pub fn load_tasks(cfg: &TrainConfig) -> Result<Tasks> {
     let train_spec = cfg.data.train_spec().map_err(bad)?;
     let eval_spec = cfg.data.eval_spec().map_err(bad)?;
     let dir = data_dir(cfg)?;
-    let load = |spec: &TaskSpec| -> Result<Vec<Task>> {
+    let system = cfg.data.system_prompt.as_deref();
+    let load = |spec: &TaskSpec, n: usize| -> Result<Loaded> {
         let mut tasks = match spec {
             TaskSpec::Split { dataset, split } => dataset.load_split(&dir, split)?,
             TaskSpec::File(path) => match dataset {
@@ -50,24 +64,49 @@ pub fn load_tasks(cfg: &TrainConfig) -> Result<Tasks> {
                 }
                 d => d.load(path)?,
             },
+            TaskSpec::Generated(g) => {
+                // The system prompt is the family's builder's to place.
+                let s = crate::probe::strata::generated(*g, g.seed.unwrap_or(cfg.run.seed), n, system);
+                return Ok(Loaded { tasks: s.tasks, examples: s.examples });
+            }
         };
-        if let Some(system) = &cfg.data.system_prompt {
+        if let Some(system) = system {
             for t in &mut tasks {
-                t.prompt.insert(0, mentor_core::Message::system(system.clone()));
+                t.prompt.insert(0, mentor_core::Message::system(system));
             }
         }
-        Ok(tasks)
+        // A dataset's worked examples: its easiest stratum's, as `mentor probe` takes them.
+        let examples = crate::probe::strata::of_dataset(&tasks, dataset.name())
+            .into_iter()
+            .next()
+            .map(|s| s.examples)
+            .unwrap_or_default();
+        Ok(Loaded { tasks, examples })
+    };
+    let styled = |loaded: Loaded| -> Vec<Task> {
+        let Loaded { tasks, examples } = loaded;
+        tasks
+            .into_iter()
+            .map(|mut t| {
+                t.prompt = crate::probe::strata::prompt(&t, cfg.data.prompt, &examples);
+                t
+            })
+            .collect()
+    };
+    let limit = match (&train_spec, cfg.data.limit) {
+        (Some(TaskSpec::Generated(_)), 0) => GENERATED_TRAIN,
+        (_, n) => n,
     };
     let mut train = match &train_spec {
-        Some(spec) => load(spec)?,
+        Some(spec) => styled(load(spec, limit)?),
         None => Vec::new(),
     };
     train.shuffle(&mut StdRng::seed_from_u64(mix(&[cfg.run.seed, 0xda7a])));
-    if cfg.data.limit > 0 {
-        train.truncate(cfg.data.limit);
+    if limit > 0 {
+        train.truncate(limit);
     }
     let mut eval = match (&eval_spec, cfg.data.eval_tasks) {
-        (Some(spec), n) if n > 0 => load(spec)?,
+        (Some(spec), n) if n > 0 => styled(load(spec, n)?),
         _ => Vec::new(),
     };
     eval.truncate(cfg.data.eval_tasks);
@@ -76,7 +115,34 @@ pub fn load_tasks(cfg: &TrainConfig) -> Result<Tasks> {
             check_overlap(&train, t, &eval, e)?;
         }
     }
-    Ok(Tasks::Dataset { train, eval })
+    let trained: std::collections::HashSet<String> = train.iter().map(normalised_question).collect();
+    let mut named = Vec::with_capacity(cfg.eval.sets.len());
+    for set in &cfg.eval.sets {
+        let spec = TaskSpec::parse(&set.tasks)
+            .map_err(|m| Error::Config { file: "[eval]".into(), message: format!("`{}`: {m}", set.name) })?;
+        let tasks = match &spec {
+            // Drawn past `n` so that `n` remain once training's repeats are left out.
+            TaskSpec::Generated(_) => {
+                let drawn = styled(load(&spec, set.n.saturating_mul(2).max(set.n + 64))?);
+                let mut kept: Vec<Task> =
+                    drawn.into_iter().filter(|t| !trained.contains(&normalised_question(t))).collect();
+                kept.truncate(set.n);
+                kept
+            }
+            _ => {
+                let mut tasks = styled(load(&spec, set.n)?);
+                tasks.truncate(set.n);
+                if !cfg.data.allow_overlap {
+                    if let Some(t) = &train_spec {
+                        check_overlap(&train, t, &tasks, &spec)?;
+                    }
+                }
+                tasks
+            }
+        };
+        named.push((set.name.clone(), tasks));
+    }
+    Ok(Tasks::Dataset { train, eval, named })
 }
 
 /// A question as compared for overlap: lower case, letters and digits, single spaces.
@@ -253,7 +319,7 @@ mod tests {
 
     fn ids(tasks: &Tasks) -> (Vec<String>, Vec<String>) {
         match tasks {
-            Tasks::Dataset { train, eval } => {
+            Tasks::Dataset { train, eval, .. } => {
                 (train.iter().map(|t| t.id.clone()).collect(), eval.iter().map(|t| t.id.clone()).collect())
             }
             Tasks::Curriculum => panic!("a dataset config"),
@@ -340,6 +406,78 @@ mod tests {
         let (train, eval) = ids(&load_tasks(&cfg).unwrap());
         assert!(train.is_empty());
         assert_eq!(eval.len(), 500);
+    }
+
+    /// Training on a generated family in the few-shot style, evaluated on named sets: the same
+    /// templates under another seed (training's repeats left out), templates never trained on,
+    /// and a GSM8K slice, each its own set.
+    #[test]
+    fn generated_training_problems_and_named_evaluation_sets() {
+        let sets = [
+            "data.train=\"arith 2-step seed 0\"",
+            "data.limit=300",
+            "data.prompt=\"few_shot\"",
+            "data.eval_tasks=0",
+            "eval.sets=[{ name = \"same_templates\", tasks = \"arith 2-step seed 9\", n = 50 }, { name = \"new_templates\", tasks = \"heldout 2-4-step seed 9\", n = 24 }, { name = \"gsm8k\", tasks = \"gsm8k:test\", n = 5 }]",
+        ];
+        let cfg = config("gsm8k-smollm2", &sets).unwrap();
+        let Tasks::Dataset { train, eval, named } = load_tasks(&cfg).unwrap() else { panic!("a dataset") };
+        assert_eq!(train.len(), 300);
+        assert!(eval.is_empty());
+        assert!(train.iter().all(|t| t.id.starts_with("arith/0/2/")), "{}", train[0].id);
+        // Few-shot: the system prompt, two worked examples, the problem.
+        let roles: Vec<mentor_core::Role> = train[0].prompt.iter().map(|m| m.role).collect();
+        use mentor_core::Role::{Assistant, System, User};
+        assert_eq!(roles, [System, User, Assistant, User, Assistant, User]);
+        let names: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["same_templates", "new_templates", "gsm8k"]);
+        let (same, new, gsm) = (&named[0].1, &named[1].1, &named[2].1);
+        assert_eq!((same.len(), new.len(), gsm.len()), (50, 24, 5));
+        let trained: std::collections::HashSet<String> = train.iter().map(normalised_question).collect();
+        assert!(same
+            .iter()
+            .all(|t| t.id.starts_with("arith/9/2/") && !trained.contains(&normalised_question(t))));
+        assert!(new.iter().all(|t| t.id.starts_with("heldout/9/")));
+        assert_eq!(gsm[0].id, "gsm8k/test/0");
+        assert!(same.iter().chain(new).chain(gsm).all(|t| t.prompt.len() == 6), "every set few-shot");
+        // The run's evaluation sets, one per named set, reported under their names.
+        let evals =
+            crate::train::eval_sets(&cfg, &Tasks::Dataset { train, eval: vec![], named: named.clone() });
+        assert_eq!(
+            evals.iter().map(|e| e.name.as_deref()).collect::<Vec<_>>(),
+            names.iter().map(|n| Some(*n)).collect::<Vec<_>>()
+        );
+        // Sets are checked against the run's kind and named apart.
+        let e = config("gsm8k-smollm2", &["eval.sets=[{ name = \"m\", tasks = \"math500:test\", n = 5 }]"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("eval.sets[0].tasks") && e.contains("math500"), "{e}");
+        let twice = "eval.sets=[{ name = \"a\", tasks = \"gsm8k:test\", n = 5 }, { name = \"a\", tasks = \"gsm8k:test\", n = 5 }]";
+        let e = config("gsm8k-smollm2", &[twice]).unwrap_err().to_string();
+        assert!(e.contains("eval.sets[1].name"), "{e}");
+        let e = config("gsm8k-smollm2", &["data.train=\"heldout 5-step seed 0\""]).unwrap_err().to_string();
+        assert!(e.contains("data.train") && e.contains("steps 1-4"), "{e}");
+        let e = config("mbpp-smollm2", &["data.train=\"arith 2-step seed 0\""]).unwrap_err().to_string();
+        assert!(e.contains("gsm8k"), "{e}");
+    }
+
+    #[test]
+    fn generated_families_parse_and_print_back() {
+        use crate::config::{Family, Generated};
+        for (text, g) in [
+            ("arith 2-step seed 0", Generated { family: Family::Arith, steps: (2, 2), seed: Some(0) }),
+            ("heldout 2-4-step seed *", Generated { family: Family::Heldout, steps: (2, 4), seed: None }),
+            ("heldout 3-step seed 17", Generated { family: Family::Heldout, steps: (3, 3), seed: Some(17) }),
+        ] {
+            assert_eq!(Generated::parse(text), Some(Ok(g)));
+            assert_eq!(g.to_string(), text);
+            assert_eq!(TaskSpec::parse(text).unwrap(), TaskSpec::Generated(g));
+        }
+        assert!(Generated::parse("arith 2-4-step seed 0").unwrap().is_err(), "arith has one count");
+        assert!(Generated::parse("heldout 4-2-step seed 0").unwrap().is_err());
+        assert!(Generated::parse("heldout two steps").unwrap().is_err());
+        assert_eq!(Generated::parse("arithmetic.jsonl"), None);
+        assert_eq!(Generated::parse("gsm8k:test"), None);
     }
 
     #[test]
