@@ -68,6 +68,33 @@ impl Mentor for StaticHints {
     }
 }
 
+/// The compute-matched control of every intervening arm: a collapsed group gets fresh
+/// unhinted attempts, as many (and in as many rounds, under the same budgets) as a mentor's
+/// hinted ones. Its hint is blank, which a hint format leaves out of the prompt, so the second
+/// try sees the problem as the first did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Retry;
+
+impl Mentor for Retry {
+    fn name(&self) -> &str {
+        "retry"
+    }
+
+    fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
+        Ok(Intervention {
+            diagnosis: None,
+            hint: Some(Hint {
+                level: request.level,
+                text: String::new(),
+                solution_prefix: None,
+                source: HintSource::Control,
+            }),
+            rejections: Vec::new(),
+            redactions: Vec::new(),
+        })
+    }
+}
+
 /// Post-hoc refinement (Critique-GRPO style): the learner is shown one of its failed answers
 /// with the verifier's feedback and asked to revise. No diagnosis; the guard still redacts an
 /// answer that would leak (a failed attempt can contain the right value as an intermediate).

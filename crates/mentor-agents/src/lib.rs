@@ -39,7 +39,9 @@ mod session;
 pub mod twins;
 
 pub use agents::{Diagnoser, Tutor};
-pub use baselines::{where_only_text, wrong_answers_text, Refinement, StaticHints, WhereOnly, WrongAnswers};
+pub use baselines::{
+    where_only_text, wrong_answers_text, Refinement, Retry, StaticHints, WhereOnly, WrongAnswers,
+};
 pub use error::{Error, Result};
 pub use guard::{reference_overlap, Guard, GuardConfig, GuardOutcome};
 pub use mentor::AgentMentor;

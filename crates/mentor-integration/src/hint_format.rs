@@ -38,8 +38,12 @@ impl HintFormat {
     }
 
     /// The task's prompt with `hint` placed by the template in its last user message (or in
-    /// a new user message when the prompt does not end with one).
+    /// a new user message when the prompt does not end with one). A blank hint (the `retry`
+    /// control's: a second try with nothing shown) leaves the prompt as it is.
     pub fn apply(&self, task: &Task, hint: &Hint) -> Vec<Message> {
+        if hint.text.trim().is_empty() {
+            return task.prompt.clone();
+        }
         let fill = |part: &str| part.replace("{hint}", &hint.text);
         let mut prompt = task.prompt.clone();
         match prompt.last_mut() {
@@ -120,6 +124,13 @@ mod tests {
         // `{hint}` inside the task's own text is not a placeholder.
         let odd = task(vec![Message::user("{hint}")]);
         assert_eq!(HintFormat::default().apply(&odd, &hint("x")), vec![Message::user("{hint}\n\nHint: x")]);
+    }
+
+    #[test]
+    fn a_blank_hint_leaves_the_prompt_as_it_is() {
+        let t = task(vec![Message::system("be brief"), Message::user("1+2=")]);
+        assert_eq!(HintFormat::default().apply(&t, &hint("")), t.prompt);
+        assert_eq!(HintFormat::new("{prompt}H").unwrap().apply(&t, &hint(" \n")), t.prompt);
     }
 
     #[test]

@@ -46,6 +46,29 @@ fn collapse_is_detected_and_the_hint_escalates_to_the_rescuing_level() {
     assert_eq!((m.rescued_tokens, m.rescued_own_tokens), (trained, trained - given));
 }
 
+/// The compute-matched control: a collapsed group gets fresh attempts of its plain prompt, in
+/// as many rounds and under the same budgets as a mentor's hinted ones, and nothing is shown.
+#[test]
+fn the_retry_control_resamples_the_plain_prompt_as_often_as_a_mentor_would() {
+    let tasks = [task("a", "12"), task("b", "7")];
+    let run = |mentor: Box<dyn mentor_core::Mentor>| {
+        let mut policy = Scripted::new(&[("a", 4), ("b", 0)]);
+        let gs = groups(&mut policy, &tasks, 4);
+        let config = cfg(Assembly::Replace, Credit::Prefix);
+        let mut plugin = Plugin::new(Strategy::Intervene { mentor, config }, MonitorConfig::default());
+        let out = plugin.process(gs, &mut policy, &MathVerifier::default(), None).unwrap();
+        (out, policy.calls)
+    };
+    let (mentor, _) = run(Box::new(LevelMentor));
+    let (retry, calls) = run(Box::new(mentor_agents::Retry));
+    assert_eq!(retry.metrics.extra_rollouts, mentor.metrics.extra_rollouts);
+    assert_eq!((retry.metrics.intervened, retry.metrics.extra_rollouts), (1, 12), "three rounds of 4");
+    assert_eq!(retry.metrics.hint_tokens, 0);
+    // Every call saw the plain prompt: no level shown, nothing forced.
+    assert!(calls.iter().all(|(_, shown, forced)| shown.is_none() && !forced), "{calls:?}");
+    assert_eq!(calls.iter().filter(|(id, _, _)| id == "a").count(), 1 + 3);
+}
+
 #[test]
 fn budgets_are_respected() {
     let mut policy = Scripted::new(&[("a", 3), ("b", 3), ("c", 3)]);

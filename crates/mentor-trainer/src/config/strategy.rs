@@ -41,11 +41,14 @@ pub enum Arm {
     /// The mentor's hint (without the attempts' wrong operation) about a random other step of the
     /// same size: the diagnosis removed, everything else equal ([`mentor_agents::StepTwin`]).
     RandomStep,
+    /// Fresh unhinted attempts for every collapsed group, as many and in as many rounds as a
+    /// mentor's hinted ones under the same budgets: the compute-matched control.
+    Retry,
 }
 
 impl Arm {
     /// Every arm, in report order.
-    pub const ALL: [Arm; 11] = [
+    pub const ALL: [Arm; 12] = [
         Arm::Vanilla,
         Arm::StaticHints,
         Arm::WrongAnswers,
@@ -57,6 +60,7 @@ impl Arm {
         Arm::Dapo,
         Arm::Refinement,
         Arm::RandomStep,
+        Arm::Retry,
     ];
 
     /// The name used in configs, on the command line and in reports.
@@ -73,6 +77,7 @@ impl Arm {
             Arm::Dapo => "dapo",
             Arm::Refinement => "refinement",
             Arm::RandomStep => "random_step",
+            Arm::Retry => "retry",
         }
     }
 

@@ -102,6 +102,7 @@ pub(crate) fn known_arm_color(arm: Arm) -> ((u8, u8, u8), &'static str) {
         Arm::Dapo => ((44, 160, 44), "green"),
         Arm::Refinement => ((148, 103, 189), "purple"),
         Arm::RandomStep => ((255, 105, 180), "hot pink"),
+        Arm::Retry => ((160, 160, 160), "light grey"),
     }
 }
 

@@ -119,6 +119,7 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
             cfg.run.seed,
             token_count(learner),
         )))),
+        Arm::Retry => plain(intervene(Box::new(mentor_agents::Retry))),
         Arm::RandomStep => plain(intervene(Box::new(mentor_agents::StepTwin::new(
             mentor_agents::TwinKind::RandomStep,
             prompts(cfg)?,

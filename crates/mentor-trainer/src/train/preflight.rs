@@ -146,6 +146,7 @@ pub fn workload(
             | Arm::Mentor
             | Arm::Refinement
             | Arm::RandomStep
+            | Arm::Retry
     );
     let group = cfg.sampling.group_size;
     let per_prompt = if intervening { group.max(cfg.strategy.intervention.hinted_samples) } else { group };
