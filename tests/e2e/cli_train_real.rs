@@ -5,9 +5,13 @@
 use crate::{data_dir, mentor};
 
 fn smoke(preset: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
+    smoke_with(preset, &[])
+}
+
+fn smoke_with(preset: &str, extra: &[&str]) -> (serde_json::Value, Vec<serde_json::Value>) {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("run");
-    let sets = [
+    let mut sets = vec![
         format!("run.output_dir={}", dir.display()),
         format!("data.dir={}", data_dir().display()),
         "run.steps=1".into(),
@@ -20,6 +24,7 @@ fn smoke(preset: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
         "strategy.intervention.hinted_samples=2".into(),
         "eval.every=0".into(),
     ];
+    sets.extend(extra.iter().map(|s| s.to_string()));
     let mut cmd = mentor();
     cmd.args(["--threads", "2", "train", "--json", "--config", preset]);
     for s in &sets {
@@ -35,6 +40,13 @@ fn smoke(preset: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(dir.join("final/model.safetensors").is_file(), "{preset}");
+    let evals: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("eval.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut summary = summary;
+    summary["eval_rows"] = serde_json::Value::Array(evals);
     (summary, metrics)
 }
 
@@ -52,6 +64,31 @@ fn gsm8k_preset_trains_a_step_of_smollm2_with_the_math_verifier() {
     assert!(m["rows"].as_u64().unwrap() >= 2);
     assert!(m["loss"].is_f64());
     assert_eq!(summary["final_eval"][0]["n"], 1);
+}
+
+/// Generated problems in the few-shot style, evaluated on named sets each reported apart, with
+/// the `random_step` twin as the arm.
+#[test]
+fn generated_problems_train_with_named_evaluation_sets() {
+    let (summary, metrics) = smoke_with(
+        "gsm8k-smollm2",
+        &[
+            "data.train=\"arith 2-step seed 0\"",
+            "data.prompt=\"few_shot\"",
+            "data.eval_tasks=0",
+            "strategy.arm=\"random_step\"",
+            "eval.sets=[{ name = \"same_templates\", tasks = \"arith 2-step seed 9\", n = 2 }, { name = \"new_templates\", tasks = \"heldout 2-step seed 9\", n = 1 }]",
+        ],
+    );
+    assert_eq!(summary["steps"], 1);
+    assert_eq!(metrics[0]["groups"], 1);
+    let rows = summary["eval_rows"].as_array().unwrap();
+    let at = |step: u64, set: &str| rows.iter().find(|r| r["step"] == step && r["set"] == set).cloned();
+    for step in [0, 1] {
+        assert_eq!(at(step, "same_templates").unwrap()["n"], 2, "{rows:?}");
+        assert_eq!(at(step, "new_templates").unwrap()["n"], 1, "{rows:?}");
+    }
+    assert!(rows.iter().all(|r| r["set"].is_string()), "no unnamed set: data.eval_tasks = 0");
 }
 
 #[test]
