@@ -1,5 +1,6 @@
 //! End-to-end tests: the real `mentor` binary on real files.
 
+mod cli_experiment;
 mod cli_generate;
 mod cli_rescue;
 mod cli_serve;

@@ -51,9 +51,42 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// Measure how often each mentor turns an all-fail group into a success (no training).
     Rescue(RescueArgs),
+    /// Train every arm × seed of one config that has no result file yet (resuming checkpoints),
+    /// condense each into a small result file, and pool them all.
+    Experiment(ExperimentArgs),
     /// Measure the learner's unhinted pass@1 over temperatures, lengths, prompts and difficulty
     /// strata, and name the regime where it sometimes succeeds (pass@1 in [0.10, 0.50]).
     Probe(ProbeArgs),
+}
+
+/// Arguments of `mentor experiment`.
+#[derive(Args)]
+pub struct ExperimentArgs {
+    /// Config file or preset: every run's settings but its arm and seed.
+    #[arg(long)]
+    pub config: String,
+    /// Override a config value for every run (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// The arms.
+    #[arg(long, value_delimiter = ',', default_value = "vanilla,retry,mentor,random_step")]
+    pub arms: Vec<String>,
+    /// The run seeds.
+    #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
+    pub seeds: Vec<u64>,
+    /// Where the result files go (`<arm>-s<seed>.json`, `pooled.md`): a directory that is
+    /// committed.
+    #[arg(long)]
+    pub results: PathBuf,
+    /// Where the runs' directories and checkpoints go (kept out of git).
+    #[arg(long, default_value = "runs/experiment")]
+    pub runs: PathBuf,
+    /// The commit the binary was built from, written into each result file.
+    #[arg(long, default_value = "unknown")]
+    pub commit: String,
+    /// Pool the result files only; run nothing.
+    #[arg(long)]
+    pub pool_only: bool,
 }
 
 /// Arguments of `mentor probe`.

@@ -26,6 +26,7 @@ mod config;
 mod curriculum;
 mod error;
 mod eval;
+mod experiment;
 mod heldout;
 mod jsonl;
 mod live_bytes;
@@ -135,6 +136,7 @@ pub fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
         cli::Command::Report(args) => commands::report::run(&args),
         cli::Command::Rescue(args) => commands::rescue::run(&args),
         cli::Command::Probe(args) => commands::probe::run(&args),
+        cli::Command::Experiment(args) => commands::experiment::run(&args, cli.threads),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod eval;
+pub mod experiment;
 pub mod generate;
 pub mod probe;
 pub mod progress;

@@ -1,0 +1,452 @@
+//! A training experiment over arms and seeds (`mentor experiment`): each finished run is
+//! condensed into a small result file (`<arm>-s<seed>.json`: what ran, where, how long, its
+//! learning curve and its per-problem evaluation outcomes) that is committed, so runs made on
+//! different days and machines pool; [`pool`] reads every result file and writes the table.
+//!
+//! The pooled numbers, per evaluation set: each arm's final greedy pass@1 per seed and its
+//! mean; per contrast (`mentor` − each other arm) the per-seed paired differences, a seed-level
+//! interval (t over the seeds: with 3 seeds it is wide, and says so) and a paired interval over
+//! (seed, problem) units with problems clustered across seeds (the same problem index of a set
+//! is one cluster: exact for sets fixed in the config, conservative for sets drawn per seed).
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::report::RunData;
+use crate::stats;
+
+/// One training step of a run, as the result file keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepLine {
+    /// The step.
+    pub step: usize,
+    /// Mean training reward of the step's groups.
+    pub mean_reward: f64,
+    /// Zero-reward fraction (groups whose every attempt failed).
+    pub zrf: f64,
+    /// Groups intervened on.
+    pub intervened: usize,
+    /// Intervened groups rescued.
+    pub rescued: usize,
+    /// Rows trained on.
+    pub rows: usize,
+    /// Completions sampled beyond the groups (hinted or retried).
+    pub extra_rollouts: usize,
+    /// Tokens of the hints shown (text and forced prefix).
+    pub hint_tokens: usize,
+    /// Trained tokens of rescued groups, and of those the learner's own.
+    pub rescued_tokens: [usize; 2],
+}
+
+/// One evaluation of a run on one set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalLine {
+    /// The set: its `[[eval.sets]]` name, `level <L>`, or `eval` (`data.eval`).
+    pub set: String,
+    /// The step evaluated after.
+    pub step: usize,
+    /// Greedy pass@1.
+    pub pass1: f64,
+    /// pass@k, when measured, and its k.
+    pub passk: Option<(usize, f64)>,
+    /// Each problem's greedy outcome, in set order.
+    pub correct: Vec<bool>,
+}
+
+/// A finished run, condensed (`<arm>-s<seed>.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultFile {
+    /// The arm.
+    pub arm: String,
+    /// The run seed.
+    pub seed: u64,
+    /// SHA-256 of the run's `config.toml` with `strategy.arm`, `run.seed` and the paths
+    /// taken out: equal across the arms and seeds of one experiment.
+    pub config_hash: String,
+    /// The commit the binary was built from (as given by the caller).
+    pub commit: String,
+    /// The CPU (`model name` of /proc/cpuinfo) and the tensor threads.
+    pub cpu: String,
+    /// Tensor threads.
+    pub threads: usize,
+    /// Seconds of the run's training steps (sampling, mentor, update), summed over the
+    /// sessions it took; evaluations not included.
+    pub step_seconds: f64,
+    /// Peak resident memory, MiB.
+    pub peak_rss_mib: Option<f64>,
+    /// The learning curve.
+    pub steps: Vec<StepLine>,
+    /// Every evaluation, in file order.
+    pub evals: Vec<EvalLine>,
+    /// Final pass@1 on the `same_templates` set, when the run has one.
+    pub final_same_templates_pass1: Option<f64>,
+    /// Final pass@1 on the `new_templates` set, when the run has one.
+    pub final_new_templates_pass1: Option<f64>,
+}
+
+/// The file name of a run's result.
+pub fn file_name(arm: &str, seed: u64) -> String {
+    format!("{arm}-s{seed}.json")
+}
+
+fn set_name(row: &crate::eval::EvalRow) -> String {
+    match (&row.set, row.level) {
+        (Some(name), _) => name.clone(),
+        (None, 0) => "eval".into(),
+        (None, l) => format!("level {l}"),
+    }
+}
+
+/// A config's identity across arms and seeds: its TOML with the lines that name the arm, the
+/// seed, the run's name and its paths left out, hashed.
+pub fn config_hash(config_toml: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let varying = ["arm =", "seed =", "name =", "output_dir =", "dir ="];
+    let kept: Vec<&str> =
+        config_toml.lines().filter(|l| !varying.iter().any(|v| l.trim_start().starts_with(v))).collect();
+    let digest = Sha256::digest(kept.join("\n").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl ResultFile {
+    /// Condenses a finished run; `meta` says what ran it and where.
+    pub fn of_run(run: &RunData, meta: RunMeta) -> Self {
+        let steps = run
+            .steps
+            .iter()
+            .map(|s| StepLine {
+                step: s.step,
+                mean_reward: s.strategy.mean_reward,
+                zrf: s.strategy.zrf,
+                intervened: s.strategy.intervened,
+                rescued: s.strategy.rescued,
+                rows: s.strategy.rows,
+                extra_rollouts: s.strategy.extra_rollouts,
+                hint_tokens: s.strategy.hint_tokens,
+                rescued_tokens: [s.strategy.rescued_tokens, s.strategy.rescued_own_tokens],
+            })
+            .collect();
+        let evals: Vec<EvalLine> = run
+            .evals
+            .iter()
+            .map(|e| EvalLine {
+                set: set_name(e),
+                step: e.step,
+                pass1: e.pass1,
+                passk: e.passk.map(|p| (e.k, p)),
+                correct: e.correct.clone(),
+            })
+            .collect();
+        let last =
+            |name: &str| evals.iter().filter(|e| e.set == name).max_by_key(|e| e.step).map(|e| e.pass1);
+        Self {
+            arm: run.info.arm.clone(),
+            seed: run.info.seed,
+            config_hash: config_hash(&meta.config_toml),
+            commit: meta.commit,
+            cpu: meta.cpu,
+            threads: meta.threads,
+            step_seconds: run.steps.iter().map(|s| s.timing.seconds).sum(),
+            peak_rss_mib: run.steps.iter().filter_map(|s| s.timing.peak_rss_mib).reduce(f64::max),
+            steps,
+            final_same_templates_pass1: last("same_templates"),
+            final_new_templates_pass1: last("new_templates"),
+            evals,
+        }
+    }
+
+    /// The final evaluation of `set` (the last step's).
+    pub fn final_eval(&self, set: &str) -> Option<&EvalLine> {
+        self.evals.iter().filter(|e| e.set == set).max_by_key(|e| e.step)
+    }
+}
+
+/// What a result file says of where and how a run ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunMeta {
+    /// The run's `config.toml`.
+    pub config_toml: String,
+    /// The commit.
+    pub commit: String,
+    /// The CPU.
+    pub cpu: String,
+    /// Tensor threads.
+    pub threads: usize,
+}
+
+/// The CPU's model name (`unknown` where /proc/cpuinfo does not say).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Reads every result file (`*-s<seed>.json`) in `dir`, sorted by arm and seed.
+pub fn read_results(dir: &Path) -> Result<Vec<ResultFile>> {
+    let entries = std::fs::read_dir(dir).map_err(Error::io(dir))?;
+    let mut out = Vec::new();
+    for e in entries {
+        let path = e.map_err(Error::io(dir))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let Some(stem) = name.strip_suffix(".json") else { continue };
+        if !stem.rsplit_once("-s").is_some_and(|(_, s)| s.parse::<u64>().is_ok()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).map_err(Error::io(&path))?;
+        let r: ResultFile = serde_json::from_str(&text).map_err(|e| Error::Jsonl {
+            path: path.clone(),
+            line: e.line(),
+            message: e.to_string(),
+        })?;
+        out.push(r);
+    }
+    out.sort_by(|a, b| (&a.arm, a.seed).cmp(&(&b.arm, b.seed)));
+    Ok(out)
+}
+
+/// One arm on one set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmOnSet {
+    /// The arm.
+    pub arm: String,
+    /// Final pass@1 per seed, `(seed, pass1)`.
+    pub per_seed: Vec<(u64, f64)>,
+    /// Their mean.
+    pub mean: f64,
+    /// Step-0 pass@1 per seed (the same model before training: equal across arms of a seed).
+    pub step0: Vec<(u64, f64)>,
+}
+
+/// `mentor` against another arm on one set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmContrast {
+    /// The arm compared with `mentor`.
+    pub other: String,
+    /// `(seed, mentor − other)` of final pass@1, on the seeds both ran.
+    pub per_seed: Vec<(u64, f64)>,
+    /// `[mean, lo, hi]`: the seed-level 95% t interval (`null` with one seed).
+    pub by_seed: Option<[f64; 3]>,
+    /// `[mean, lo, hi]` over (seed, problem) units, problems clustered across seeds.
+    pub by_problem: Option<[f64; 3]>,
+}
+
+/// One evaluation set pooled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetPooled {
+    /// The set.
+    pub set: String,
+    /// Per arm.
+    pub arms: Vec<ArmOnSet>,
+    /// `mentor` − each other arm.
+    pub contrasts: Vec<ArmContrast>,
+}
+
+/// The experiment pooled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pooled {
+    /// Result files read.
+    pub runs: usize,
+    /// Distinct config hashes among them (1 when every run is of one experiment).
+    pub config_hashes: Vec<String>,
+    /// Per evaluation set.
+    pub sets: Vec<SetPooled>,
+}
+
+/// The two-sided 97.5% quantile of Student's t with `df` degrees of freedom (1-30; above, the
+/// normal's).
+fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042,
+    ];
+    T.get(df.wrapping_sub(1)).copied().unwrap_or(1.960)
+}
+
+/// Pools result files: per set, every arm's final pass@1 and `mentor`'s contrasts.
+pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
+    let sets: BTreeSet<&str> = results.iter().flat_map(|r| r.evals.iter().map(|e| e.set.as_str())).collect();
+    let arms: BTreeSet<&str> = results.iter().map(|r| r.arm.as_str()).collect();
+    let find = |arm: &str, s: u64| results.iter().find(|r| r.arm == arm && r.seed == s);
+    let mut out = Vec::new();
+    for set in sets {
+        let arm_rows: Vec<ArmOnSet> = arms
+            .iter()
+            .map(|&arm| {
+                let runs: Vec<&ResultFile> = results.iter().filter(|r| r.arm == arm).collect();
+                let per_seed: Vec<(u64, f64)> =
+                    runs.iter().filter_map(|r| Some((r.seed, r.final_eval(set)?.pass1))).collect();
+                let step0 = runs
+                    .iter()
+                    .filter_map(|r| {
+                        Some((r.seed, r.evals.iter().find(|e| e.set == set && e.step == 0)?.pass1))
+                    })
+                    .collect();
+                let mean = per_seed.iter().map(|p| p.1).sum::<f64>() / per_seed.len().max(1) as f64;
+                ArmOnSet { arm: arm.to_string(), per_seed, mean, step0 }
+            })
+            .collect();
+        let mut contrasts = Vec::new();
+        if arms.contains("mentor") {
+            for &other in arms.iter().filter(|a| **a != "mentor") {
+                let (mut per_seed, mut a, mut b, mut clusters) =
+                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                for r in results.iter().filter(|r| r.arm == "mentor") {
+                    let (Some(m), Some(o)) =
+                        (r.final_eval(set), find(other, r.seed).and_then(|o| o.final_eval(set)))
+                    else {
+                        continue;
+                    };
+                    per_seed.push((r.seed, m.pass1 - o.pass1));
+                    if m.correct.len() == o.correct.len() {
+                        for (i, (x, y)) in m.correct.iter().zip(&o.correct).enumerate() {
+                            a.push(f64::from(u8::from(*x)));
+                            b.push(f64::from(u8::from(*y)));
+                            clusters.push(i as u64);
+                        }
+                    }
+                }
+                let n = per_seed.len();
+                let by_seed = (n >= 2).then(|| {
+                    let mean = per_seed.iter().map(|p| p.1).sum::<f64>() / n as f64;
+                    let var = per_seed.iter().map(|p| (p.1 - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+                    let half = t975(n - 1) * (var / n as f64).sqrt();
+                    [mean, mean - half, mean + half]
+                });
+                let by_problem =
+                    stats::paired_difference(&a, &b, &stats::clustered_resamples(&clusters, bootstrap, seed));
+                contrasts.push(ArmContrast { other: other.to_string(), per_seed, by_seed, by_problem });
+            }
+        }
+        out.push(SetPooled { set: set.to_string(), arms: arm_rows, contrasts });
+    }
+    let hashes: BTreeSet<String> = results.iter().map(|r| r.config_hash.clone()).collect();
+    Pooled { runs: results.len(), config_hashes: hashes.into_iter().collect(), sets: out }
+}
+
+fn interval(d: Option<[f64; 3]>) -> String {
+    d.map_or_else(|| "–".into(), |[m, lo, hi]| format!("{m:+.3} [{lo:+.3}, {hi:+.3}]"))
+}
+
+/// The pooled table as Markdown.
+pub fn markdown(p: &Pooled) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{} runs pooled; config hashes: {}.\n", p.runs, p.config_hashes.join(", "));
+    if p.config_hashes.len() > 1 {
+        s.push_str("**The runs do not share one config**: they are not one experiment.\n\n");
+    }
+    for set in &p.sets {
+        let _ = writeln!(s, "### {}\n", set.set);
+        s.push_str("| arm | final pass@1 (mean) | per seed | step 0 |\n|---|---|---|---|\n");
+        for a in &set.arms {
+            let seeds: Vec<String> = a.per_seed.iter().map(|(s, v)| format!("s{s} {v:.3}")).collect();
+            let step0: Vec<String> = a.step0.iter().map(|(s, v)| format!("s{s} {v:.3}")).collect();
+            let _ =
+                writeln!(s, "| {} | {:.3} | {} | {} |", a.arm, a.mean, seeds.join(", "), step0.join(", "));
+        }
+        if !set.contrasts.is_empty() {
+            s.push_str("\n| mentor − | per seed | by seed (t, 95%) | by problem (clustered, 95%) |\n|---|---|---|---|\n");
+            for c in &set.contrasts {
+                let seeds: Vec<String> = c.per_seed.iter().map(|(s, v)| format!("s{s} {v:+.3}")).collect();
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} |",
+                    c.other,
+                    seeds.join(", "),
+                    interval(c.by_seed),
+                    interval(c.by_problem)
+                );
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(arm: &str, seed: u64, correct: &[bool]) -> ResultFile {
+        let pass1 = correct.iter().filter(|c| **c).count() as f64 / correct.len() as f64;
+        ResultFile {
+            arm: arm.into(),
+            seed,
+            config_hash: "h".into(),
+            commit: "c".into(),
+            cpu: "cpu".into(),
+            threads: 2,
+            step_seconds: 1.0,
+            peak_rss_mib: None,
+            steps: Vec::new(),
+            evals: vec![
+                EvalLine {
+                    set: "new_templates".into(),
+                    step: 0,
+                    pass1: 0.0,
+                    passk: None,
+                    correct: vec![false; 4],
+                },
+                EvalLine {
+                    set: "new_templates".into(),
+                    step: 5,
+                    pass1,
+                    passk: None,
+                    correct: correct.to_vec(),
+                },
+            ],
+            final_same_templates_pass1: None,
+            final_new_templates_pass1: Some(pass1),
+        }
+    }
+
+    /// Two seeds of `mentor` and `vanilla` on four problems. Per seed: s0 mentor 3/4 vs 1/4
+    /// (+0.5), s1 2/4 vs 2/4 (0): mean +0.25, sd √((0.25² + 0.25²)/1) = 0.3536, half-width
+    /// 12.706 · 0.3536 / √2 = 3.177.
+    #[test]
+    fn pooling_by_hand() {
+        let t = true;
+        let f = false;
+        let results = [
+            result("mentor", 0, &[t, t, t, f]),
+            result("vanilla", 0, &[t, f, f, f]),
+            result("mentor", 1, &[t, f, t, f]),
+            result("vanilla", 1, &[f, t, t, f]),
+        ];
+        let p = pool(&results, 500, 3);
+        assert_eq!(p.runs, 4);
+        let set = &p.sets[0];
+        assert_eq!(set.set, "new_templates");
+        let mentor = set.arms.iter().find(|a| a.arm == "mentor").unwrap();
+        assert_eq!(mentor.per_seed, vec![(0, 0.75), (1, 0.5)]);
+        assert!((mentor.mean - 0.625).abs() < 1e-12);
+        assert_eq!(mentor.step0, vec![(0, 0.0), (1, 0.0)]);
+        let c = &set.contrasts[0];
+        assert_eq!(c.other, "vanilla");
+        assert_eq!(c.per_seed, vec![(0, 0.5), (1, 0.0)]);
+        let [m, lo, hi] = c.by_seed.unwrap();
+        assert!((m - 0.25).abs() < 1e-12 && (hi - m - 3.177).abs() < 1e-3 && (m - lo - 3.177).abs() < 1e-3);
+        // By problem: 8 units, mentor − vanilla per unit: 0,1,1,0 and 1,-1,0,0 → mean 0.25.
+        assert!((c.by_problem.unwrap()[0] - 0.25).abs() < 1e-12);
+        assert!(markdown(&p).contains("| vanilla | s0 +0.500, s1 +0.000 |"));
+    }
+
+    #[test]
+    fn the_config_hash_ignores_arm_seed_and_paths() {
+        let a = "[run]\nname = \"a\"\nseed = 0\noutput_dir = \"x\"\n[strategy]\narm = \"mentor\"\n[grpo]\nlr = 1e-5\n";
+        let b = "[run]\nname = \"b\"\nseed = 2\noutput_dir = \"y\"\n[strategy]\narm = \"vanilla\"\n[grpo]\nlr = 1e-5\n";
+        assert_eq!(config_hash(a), config_hash(b));
+        assert_ne!(config_hash(a), config_hash(&a.replace("1e-5", "2e-5")));
+        assert_eq!(file_name("random_step", 2), "random_step-s2.json");
+        assert!((t975(2) - 4.303).abs() < 1e-9 && t975(100) == 1.960);
+    }
+}

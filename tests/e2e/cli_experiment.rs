@@ -1,0 +1,81 @@
+//! `mentor experiment` on demo-sized runs of the tiny model: the missing runs train, each
+//! leaves a result file, and the pooling reads the result files alone (the run directories
+//! gone, a second call runs nothing).
+
+use crate::mentor;
+
+fn experiment(root: &std::path::Path, extra: &[&str]) -> (String, String) {
+    let mut cmd = mentor();
+    cmd.args([
+        "--threads",
+        "1",
+        "experiment",
+        "--config",
+        "demo",
+        "--arms",
+        "vanilla,mentor",
+        "--seeds",
+        "0",
+    ]);
+    cmd.arg("--results").arg(root.join("results")).arg("--runs").arg(root.join("runs"));
+    cmd.args(["--commit", "abc1234"]);
+    for s in [
+        "run.progress=false",
+        "pretrain.steps=8",
+        "pretrain.batch=16",
+        "curriculum.schedule=[{level = 2, steps = 2}, {level = 3, steps = 2}]",
+        "curriculum.full_operand_levels=[]",
+        "sampling.prompts_per_step=2",
+        "sampling.group_size=3",
+        "sampling.max_new_tokens=24",
+        "strategy.intervention.hinted_samples=3",
+        "eval.problems=6",
+        "eval.every=2",
+        "eval.levels=[3]",
+    ] {
+        cmd.arg("--set").arg(s);
+    }
+    cmd.args(extra);
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    (String::from_utf8_lossy(&out.stdout).to_string(), err)
+}
+
+#[test]
+fn the_missing_runs_train_and_the_result_files_pool_alone() {
+    let root = tempfile::tempdir().unwrap();
+    let (md, err) = experiment(root.path(), &[]);
+    assert!(
+        err.contains("experiment: vanilla-s0 done") && err.contains("experiment: mentor-s0 done"),
+        "{err}"
+    );
+    let results = root.path().join("results");
+    for arm in ["vanilla", "mentor"] {
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(results.join(format!("{arm}-s0.json"))).unwrap())
+                .unwrap();
+        assert_eq!((r["arm"].as_str(), r["seed"].as_u64()), (Some(arm), Some(0)));
+        assert_eq!(r["commit"], "abc1234");
+        assert_eq!(r["steps"].as_array().unwrap().len(), 4);
+        let evals = r["evals"].as_array().unwrap();
+        assert!(evals.iter().any(|e| e["step"] == 0) && evals.iter().any(|e| e["step"] == 4), "{evals:?}");
+        assert!(evals.iter().all(|e| e["set"] == "level 3" && e["correct"].as_array().unwrap().len() == 6));
+    }
+    let hash = |arm: &str| -> String {
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(results.join(format!("{arm}-s0.json"))).unwrap())
+                .unwrap();
+        r["config_hash"].as_str().unwrap().to_string()
+    };
+    assert_eq!(hash("vanilla"), hash("mentor"), "one experiment, one config");
+    assert!(md.contains("### level 3") && md.contains("| mentor |") && md.contains("| vanilla | s0"), "{md}");
+    // The runs' directories gone: the results alone pool, and nothing runs again.
+    std::fs::remove_dir_all(root.path().join("runs")).unwrap();
+    let (again, err) = experiment(root.path(), &[]);
+    assert!(err.contains("has its result") && !err.contains("done →"), "{err}");
+    assert_eq!(again, md);
+    let pooled: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("pooled.json")).unwrap()).unwrap();
+    assert_eq!(pooled["runs"], 2);
+}
