@@ -100,6 +100,9 @@ pub struct StepTwin {
     guard: Guard,
     seed: u64,
     tokens: TokenCount,
+    /// `random_step` without a step in the size band: the nearest in size (training), instead
+    /// of no twin (the rescue's paired test, which leaves the problem out).
+    nearest_out_of_band: bool,
 }
 
 impl StepTwin {
@@ -107,7 +110,22 @@ impl StepTwin {
     /// wrong operation), judged by `guard`, sized with `tokens`; random choices drawn from
     /// `seed`, the task id and the level.
     pub fn new(kind: TwinKind, prompts: Prompts, guard: Guard, seed: u64, tokens: TokenCount) -> Self {
-        Self { kind, tutor: RulesTutor::without_wrong_op(prompts), guard, seed, tokens }
+        Self {
+            kind,
+            tutor: RulesTutor::without_wrong_op(prompts),
+            guard,
+            seed,
+            tokens,
+            nearest_out_of_band: false,
+        }
+    }
+
+    /// As a training arm: a `random_step` twin with no other step in the size band takes the
+    /// step whose hint is nearest the mentor's in size (ties drawn), so the arm hints wherever
+    /// the mentor does and only the targeting differs.
+    pub fn for_training(mut self) -> Self {
+        self.nearest_out_of_band = true;
+        self
     }
 
     /// The twin's kind.
@@ -138,14 +156,23 @@ impl StepTwin {
         };
         let (twin_steps, hint) = match &self.kind {
             TwinKind::RandomStep => {
-                let mut candidates = Vec::new();
+                let mut others = Vec::new();
                 for j in (0..steps.len()).filter(|&j| j != mentor_step) {
                     if let Some(h) = at(j)? {
-                        if in_band(shown_size(&h, tokens), target) {
-                            candidates.push((j, h));
-                        }
+                        others.push((j, h));
                     }
                 }
+                let distance = |h: &Hint| shown_size(h, tokens).abs_diff(target);
+                let nearest = others.iter().map(|(_, h)| distance(h)).min();
+                let mut candidates: Vec<(usize, Hint)> = match nearest {
+                    Some(d)
+                        if self.nearest_out_of_band
+                            && !others.iter().any(|(_, h)| in_band(shown_size(h, tokens), target)) =>
+                    {
+                        others.into_iter().filter(|(_, h)| distance(h) == d).collect()
+                    }
+                    _ => others.into_iter().filter(|(_, h)| in_band(shown_size(h, tokens), target)).collect(),
+                };
                 if candidates.is_empty() {
                     return Ok(Some(excluded([target, 0])));
                 }
@@ -198,8 +225,8 @@ impl Mentor for StepTwin {
         self.kind.name()
     }
 
-    /// The twin as a training arm. A problem without a twin (see [`Twin::excluded`]) gets no
-    /// hint: the arm never falls back to the diagnosed step.
+    /// The twin as a training arm (see [`StepTwin::for_training`]). A problem without another
+    /// step gets no hint: the arm never falls back to the diagnosed step.
     fn intervene(&self, request: &MentorRequest<'_>) -> Result<Intervention, MentorError> {
         let err = |e: crate::Error| MentorError { backend: self.kind.name().into(), message: e.to_string() };
         let twin = self.twin(request.task, request.attempts, request.level).map_err(err)?;
@@ -324,6 +351,29 @@ mod tests {
             text.starts_with("Step 1 needs a multiplication") && text.contains("Step 3 needs an addition"),
             "{text}"
         );
+    }
+
+    /// Out of the size band: the rescue's twin leaves the problem out, the training arm's takes
+    /// the nearest other step.
+    #[test]
+    fn out_of_band_the_training_twin_takes_the_nearest_step() {
+        let (t, a) = case();
+        // The mentor's hint (about the subtraction) weighs 10, every other 100.
+        let sizes: TokenCount = Arc::new(|s: &str| if s.contains("subtraction") { 10 } else { 100 });
+        let make = || {
+            StepTwin::new(
+                TwinKind::RandomStep,
+                Prompts::default(),
+                Guard::numeric_only(GuardConfig::default()),
+                1,
+                sizes.clone(),
+            )
+        };
+        let strict = make().twin(&t, &a, HintLevel::NUDGE).unwrap().unwrap();
+        assert!(strict.excluded && strict.hint.is_none(), "{strict:?}");
+        let trained = make().for_training().twin(&t, &a, HintLevel::NUDGE).unwrap().unwrap();
+        assert!(!trained.excluded && [vec![0], vec![2]].contains(&trained.twin_steps), "{trained:?}");
+        assert!(trained.hint.is_some());
     }
 
     #[test]

@@ -76,12 +76,7 @@ impl RulesTutor {
         level: HintLevel,
         step: usize,
     ) -> Result<Option<Hint>> {
-        let steps = task.reference_solution().map(reference_steps).unwrap_or_default();
-        if !matches!(task.payload, Payload::Math(_)) || step >= steps.len() {
-            return Ok(None);
-        }
-        let ctx = math_context(task, attempts, diagnosis, Target::Step(step), true);
-        self.render(task, diagnosis, level, ctx).map(Some)
+        self.at_step(task, attempts, diagnosis, level, Target::Step(step))
     }
 
     /// The wrong-operation hint at `level` about `step` (0-based), naming the operation the step
@@ -95,11 +90,26 @@ impl RulesTutor {
         level: HintLevel,
         step: usize,
     ) -> Result<Option<Hint>> {
+        self.at_step(task, attempts, diagnosis, level, Target::Operation(step))
+    }
+
+    fn at_step(
+        &self,
+        task: &Task,
+        attempts: &[Attempt],
+        diagnosis: &Diagnosis,
+        level: HintLevel,
+        target: Target,
+    ) -> Result<Option<Hint>> {
+        let (Target::Step(step) | Target::Operation(step)) = target else { return Ok(None) };
         let steps = task.reference_solution().map(reference_steps).unwrap_or_default();
         if !matches!(task.payload, Payload::Math(_)) || step >= steps.len() {
             return Ok(None);
         }
-        let ctx = math_context(task, attempts, diagnosis, Target::Operation(step), true);
+        let ctx = math_context(task, attempts, diagnosis, target, true);
+        if !matches!(target, Target::Operation(_)) {
+            return self.render(task, diagnosis, level, ctx).map(Some);
+        }
         if ctx.op_needed.is_none() {
             return Ok(None);
         }

@@ -483,33 +483,7 @@ mod tests {
     use super::*;
 
     fn line(arm: &str, level: Option<u8>, problem: &str, template: &str, rescued: bool) -> RescueLine {
-        RescueLine {
-            problem: problem.into(),
-            index: 0,
-            arm: arm.into(),
-            level,
-            category: None,
-            diagnosis: None,
-            hints: Vec::new(),
-            rejections: Vec::new(),
-            redactions: Vec::new(),
-            rewards: Vec::new(),
-            completions: Vec::new(),
-            rescued,
-            leaks: 0,
-            hint_tokens: vec![10],
-            mentor_seconds: 0.0,
-            cuts: None,
-            reliance: Vec::new(),
-            excluded: false,
-            seq_reliance: Vec::new(),
-            template: Some(template.into()),
-            steps: 2,
-            diagnosed_step: None,
-            twin: None,
-            derivation_leaks: 0,
-            no_learner: 0,
-        }
+        RescueLine { template: Some(template.into()), ..RescueLine::bare(problem, arm, level, rescued) }
     }
 
     /// Four problems of two templates: the mentor rescues p1, p2, p3; the twin p3 and p4.

@@ -277,31 +277,10 @@ mod tests {
 
     fn line(arm: &str, level: Option<u8>, index: u64, rescued: bool, excluded: bool) -> RescueLine {
         RescueLine {
-            problem: format!("p{index}"),
             index,
-            arm: arm.into(),
-            level,
-            category: None,
-            diagnosis: None,
-            hints: Vec::new(),
-            rejections: Vec::new(),
-            redactions: Vec::new(),
-            rewards: Vec::new(),
-            completions: Vec::new(),
-            rescued,
-            leaks: 0,
-            hint_tokens: vec![10],
-            mentor_seconds: 0.0,
-            cuts: None,
             excluded,
             reliance: if rescued { vec![-0.5] } else { Vec::new() },
-            seq_reliance: Vec::new(),
-            template: None,
-            steps: 2,
-            diagnosed_step: None,
-            twin: None,
-            derivation_leaks: 0,
-            no_learner: 0,
+            ..RescueLine::bare(&format!("p{index}"), arm, level, rescued)
         }
     }
 

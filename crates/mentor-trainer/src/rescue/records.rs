@@ -111,6 +111,40 @@ pub struct RescueLine {
     pub no_learner: usize,
 }
 
+#[cfg(test)]
+impl RescueLine {
+    /// A line with its identity and outcome and nothing else: one 10-token hint, 2 steps.
+    pub(crate) fn bare(problem: &str, arm: &str, level: Option<u8>, rescued: bool) -> Self {
+        Self {
+            problem: problem.into(),
+            index: 0,
+            arm: arm.into(),
+            level,
+            category: None,
+            diagnosis: None,
+            hints: Vec::new(),
+            rejections: Vec::new(),
+            redactions: Vec::new(),
+            rewards: Vec::new(),
+            completions: Vec::new(),
+            rescued,
+            leaks: 0,
+            hint_tokens: vec![10],
+            mentor_seconds: 0.0,
+            cuts: None,
+            reliance: Vec::new(),
+            excluded: false,
+            seq_reliance: Vec::new(),
+            template: None,
+            steps: 2,
+            diagnosed_step: None,
+            twin: None,
+            derivation_leaks: 0,
+            no_learner: 0,
+        }
+    }
+}
+
 /// A step twin's targeting on one problem.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TwinSteps {

@@ -120,13 +120,16 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
             token_count(learner),
         )))),
         Arm::Retry => plain(intervene(Box::new(mentor_agents::Retry))),
-        Arm::RandomStep => plain(intervene(Box::new(mentor_agents::StepTwin::new(
-            mentor_agents::TwinKind::RandomStep,
-            prompts(cfg)?,
-            guard(),
-            cfg.run.seed,
-            token_count(learner),
-        )))),
+        Arm::RandomStep => plain(intervene(Box::new(
+            mentor_agents::StepTwin::new(
+                mentor_agents::TwinKind::RandomStep,
+                prompts(cfg)?,
+                guard(),
+                cfg.run.seed,
+                token_count(learner),
+            )
+            .for_training(),
+        ))),
         Arm::FullSolution => plain(Strategy::FullSolution {
             max_groups: cfg.strategy.intervention.max_interventions_per_step,
             rewrite: None,
