@@ -86,7 +86,7 @@ enum Command {
         #[arg(long, conflicts_with = "heldout")]
         arith: bool,
         /// The pre-registered test on held-out templates (`rescue-heldout-smollm2`, see
-        /// docs/PREREG-heldout-rescue.md): chunks of 100 new collapsed problems, seeds 1-4
+        /// docs/2026-12-06-heldout-rescue.md): chunks of 100 new collapsed problems, seeds 1-4
         /// unless `--seeds` says otherwise; finished chunks are kept, then all are analysed.
         #[arg(long)]
         heldout: bool,

@@ -27,6 +27,7 @@
 
 mod agents;
 mod baselines;
+mod derivation;
 mod error;
 mod guard;
 pub mod llm;
@@ -36,17 +37,17 @@ pub mod random_prefix;
 mod rewrite;
 pub mod rules;
 mod session;
-pub mod twins;
+mod twins;
 
 pub use agents::{Diagnoser, Tutor};
 pub use baselines::{
     where_only_text, wrong_answers_text, Refinement, Retry, StaticHints, WhereOnly, WrongAnswers,
 };
+pub use derivation::{leak_by_derivation, named_operations, no_learner_answer, LeakByDerivation};
 pub use error::{Error, Result};
 pub use guard::{reference_overlap, Guard, GuardConfig, GuardOutcome};
 pub use mentor::AgentMentor;
 pub use prompts::Prompts;
 pub use rewrite::Rewritten;
-pub use rules::derivation::{leak_by_derivation, named_operations, no_learner_answer, LeakByDerivation};
 pub use session::MentorSession;
-pub use twins::{shown_size, StepTwin, TwinKind};
+pub use twins::{in_band, prior_key, shown_size, StepTwin, TokenCount, Twin, TwinKind, SIZE_BAND};

@@ -198,7 +198,7 @@ pub fn read_results(dir: &Path) -> Result<Vec<ResultFile>> {
         let path = e.map_err(Error::io(dir))?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let Some(stem) = name.strip_suffix(".json") else { continue };
-        if !stem.rsplit_once("-s").is_some_and(|(_, s)| s.parse::<u64>().is_ok()) {
+        if stem.rsplit_once("-s").is_none_or(|(_, s)| s.parse::<u64>().is_err()) {
             continue;
         }
         let text = std::fs::read_to_string(&path).map_err(Error::io(&path))?;

@@ -41,6 +41,7 @@ mod rescue;
 mod rollout;
 mod seed;
 mod stats;
+mod strata;
 mod train;
 mod update;
 mod verify;

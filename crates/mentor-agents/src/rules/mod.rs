@@ -2,8 +2,7 @@
 //! feedback and the task's privileged data. The default backend, and the one CI exercises.
 
 mod code;
-pub mod derivation;
-mod math;
+pub(crate) mod math;
 pub(crate) mod numbers;
 
 use mentor_core::numbers::format_number;

@@ -5,8 +5,8 @@ use anyhow::{bail, Context, Result};
 
 pub use crate::cli::ProbeArgs;
 use crate::config::{DataKind, TrainConfig};
-use crate::probe::strata::PromptStyle;
 use crate::probe::ProbeOptions;
+use crate::strata::PromptStyle;
 
 /// Runs `mentor probe`.
 pub fn run(args: &ProbeArgs) -> Result<()> {

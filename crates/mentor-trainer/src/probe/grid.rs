@@ -13,8 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::strata::{PromptStyle, Source};
 use crate::stats::wilson;
+use crate::strata::{PromptStyle, Source};
 
 /// The regime a preset should run at: unhinted pass@1 in `[LOW, HIGH]`.
 pub const LOW: f64 = 0.10;

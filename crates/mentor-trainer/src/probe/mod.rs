@@ -21,7 +21,7 @@
 
 pub mod grid;
 pub mod report;
-pub mod strata;
+use crate::strata;
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -32,9 +32,9 @@ use mentor_policy::{GenerateConfig, Policy, Sampler};
 use serde::{Deserialize, Serialize};
 
 use self::grid::{Cell, Regime, Status};
-use self::strata::{PromptStyle, Stratum};
 use crate::error::{Error, Result};
 use crate::seed::mix;
+use crate::strata::{PromptStyle, Stratum};
 
 /// The stream of the probe's attempts.
 pub const PROBE_STREAM: u64 = 0x9e0b;

@@ -358,7 +358,7 @@ mod tests {
         let tasks: Vec<Task> = (0..12).map(|i| gsm(i, 1 + i % 6)).collect();
         // The preset: GSM8K's easiest stratum, few-shot.
         let got = regime::tasks(&cfg(&[]), tasks.clone()).unwrap();
-        assert!(got.iter().all(|t| crate::probe::strata::gsm8k_steps(t) <= 2), "{got:?}");
+        assert!(got.iter().all(|t| crate::strata::gsm8k_steps(t) <= 2), "{got:?}");
         let roles: Vec<Role> = got[0].prompt.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
@@ -411,7 +411,7 @@ mod tests {
         assert_eq!(m.rescue.collapsed, 40);
         for c in [&g, &a, &m] {
             assert_eq!(group_sizes(c), (4, 2));
-            assert_eq!(c.rescue.prompt, crate::probe::strata::PromptStyle::FewShot);
+            assert_eq!(c.rescue.prompt, crate::strata::PromptStyle::FewShot);
             assert_eq!(c.sampling.max_new_tokens, 128);
         }
     }

@@ -20,7 +20,7 @@ pub(super) fn calibration(cfg: &TrainConfig) -> Result<Vec<Task>> {
 }
 
 fn tasks_of_family(cfg: &TrainConfig, tasks: Vec<Task>, family_seed: Option<u64>) -> Result<Vec<Task>> {
-    use crate::probe::strata;
+    use crate::strata;
     let r = &cfg.rescue;
     let strata_of =
         |tasks: &[Task]| strata::of_dataset(tasks, cfg.data.kind.dataset().map_or("data", |d| d.name()));

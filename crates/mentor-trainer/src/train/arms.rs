@@ -77,7 +77,7 @@ pub fn local_model(
 
 /// Hint sizes in the learner's tokens ([`mentor_agents::shown_size`]: one definition for rescue
 /// and training).
-pub fn token_count(learner: &Arc<Policy>) -> mentor_agents::twins::TokenCount {
+pub fn token_count(learner: &Arc<Policy>) -> mentor_agents::TokenCount {
     let policy = learner.clone();
     Arc::new(move |text: &str| policy.tokenizer().encode(text).map_or(0, |ids| ids.len()))
 }

@@ -66,7 +66,7 @@ pub fn load_tasks(cfg: &TrainConfig) -> Result<Tasks> {
             },
             TaskSpec::Generated(g) => {
                 // The system prompt is the family's builder's to place.
-                let s = crate::probe::strata::generated(*g, g.seed.unwrap_or(cfg.run.seed), n, system);
+                let s = crate::strata::generated(*g, g.seed.unwrap_or(cfg.run.seed), n, system);
                 return Ok(Loaded { tasks: s.tasks, examples: s.examples });
             }
         };
@@ -76,7 +76,7 @@ pub fn load_tasks(cfg: &TrainConfig) -> Result<Tasks> {
             }
         }
         // A dataset's worked examples: its easiest stratum's, as `mentor probe` takes them.
-        let examples = crate::probe::strata::of_dataset(&tasks, dataset.name())
+        let examples = crate::strata::of_dataset(&tasks, dataset.name())
             .into_iter()
             .next()
             .map(|s| s.examples)
@@ -88,7 +88,7 @@ pub fn load_tasks(cfg: &TrainConfig) -> Result<Tasks> {
         tasks
             .into_iter()
             .map(|mut t| {
-                t.prompt = crate::probe::strata::prompt(&t, cfg.data.prompt, &examples);
+                t.prompt = crate::strata::prompt(&t, cfg.data.prompt, &examples);
                 t
             })
             .collect()

@@ -1,10 +1,11 @@
-//! The probe's difficulty strata and its two prompt styles.
+//! Difficulty strata and the two prompt styles, shared by `mentor probe`, `mentor rescue` and
+//! training on generated problems (`data.prompt`).
 //!
 //! - GSM8K: the number of calculator steps (`<<…>>`) in the reference solution: ≤ 2 (a
 //!   solution without annotations counts here), 3–4, ≥ 5.
 //! - MBPP: the reference solution's non-empty lines: ≤ 3, 4–6, ≥ 7.
-//! - Generated arithmetic word problems ([`crate::arith`]) of a fixed number of steps: one
-//!   stratum, for math data.
+//! - Generated word problems ([`crate::arith`], the development family; [`crate::heldout`],
+//!   templates apart from it): one stratum each, for math data.
 //!
 //! The few-shot style puts two worked examples in the chat before the problem: for a dataset,
 //! the last two problems (in the run's task order) of its easiest stratum, which are then

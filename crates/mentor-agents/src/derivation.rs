@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use super::math::{operation_noun, reference_steps};
-use super::numbers::{computations, numbers, same, Found};
+use crate::rules::math::{operation_noun, reference_steps};
+use crate::rules::numbers::{computations, numbers, same, Found};
 
 /// Why a hint gives the final answer away without stating it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
