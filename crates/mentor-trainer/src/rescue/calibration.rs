@@ -88,13 +88,7 @@ pub(super) fn prior_steps(ctx: &Ctx<'_>, sampler: &mut PairedSampler<'_>) -> Res
         let task = &tasks[*i];
         let asked = ask(ctx.mentors.rules.as_ref(), task, attempts, HintLevel::NUDGE, &[])?;
         let Some(step) = asked.diagnosis.and_then(|d| d.first_wrong_step) else { continue };
-        let key = mentor_agents::prior_key(task);
-        let steps: usize = key.rsplit('/').next().and_then(|n| n.parse().ok()).unwrap_or(0);
-        let c = counts.entry(key).or_insert_with(|| vec![0; steps.max(step + 1)]);
-        if c.len() <= step {
-            c.resize(step + 1, 0);
-        }
-        c[step] += 1;
+        super::quota::tally(&mut counts, mentor_agents::prior_key(task), super::quota::steps(task), step);
     }
     let table = PriorSteps {
         stratum: r.stratum.clone(),

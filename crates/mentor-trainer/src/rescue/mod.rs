@@ -202,9 +202,16 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
 
     // 1. The unhinted attempts, until enough problems have collapsed.
     let mut quota = quota::PositionQuota::new(r.max_position_share, r.collapsed, &tasks);
+    // The `rules` diagnosis decides admission; an admitted problem keeps it for stage 2.
+    let mut admitted: std::collections::HashMap<String, Asked> = std::collections::HashMap::new();
     let mut admit = |task: &Task, attempts: &[Attempt]| -> Result<bool> {
         let asked = ask(mentors.rules.as_ref(), task, attempts, HintLevel::NUDGE, &[])?;
-        Ok(quota.admit(quota::steps(task), asked.diagnosis.and_then(|d| d.first_wrong_step)))
+        let step = asked.diagnosis.as_ref().and_then(|d| d.first_wrong_step);
+        let admit = quota.admit(quota::steps(task), step);
+        if admit {
+            admitted.insert(task.id.clone(), asked);
+        }
+        Ok(admit)
     };
     let base = unhinted::sample(&ctx, &mut sampler, &tasks, &mut admit)?;
     peaks.unhinted = stage_peak();
@@ -237,7 +244,10 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
     // 2. Each collapsed problem's `rules` diagnosis (the mentor's level-1 answer).
     let mut problems = Vec::with_capacity(base.collapsed.len());
     for (i, attempts) in &base.collapsed {
-        let rules_l1 = ask(mentors.rules.as_ref(), &tasks[*i], attempts, HintLevel::NUDGE, &[])?;
+        let rules_l1 = match admitted.remove(&tasks[*i].id) {
+            Some(asked) => asked,
+            None => ask(mentors.rules.as_ref(), &tasks[*i], attempts, HintLevel::NUDGE, &[])?,
+        };
         problems.push(Problem { index: *i as u64, task: &tasks[*i], attempts: attempts.clone(), rules_l1 });
     }
     let diagnosed = diagnosed_steps(&problems);
@@ -261,14 +271,11 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
 /// How often the `rules` diagnosis located each step, per step count: `steps → counts by
 /// position` (problems without a located step are not counted).
 fn diagnosed_steps(problems: &[Problem<'_>]) -> std::collections::BTreeMap<usize, Vec<usize>> {
-    let mut out: std::collections::BTreeMap<usize, Vec<usize>> = std::collections::BTreeMap::new();
+    let mut out = std::collections::BTreeMap::new();
     for p in problems {
-        let Some(step) = p.rules_l1.diagnosis.as_ref().and_then(|d| d.first_wrong_step) else { continue };
-        let c = out.entry(p.steps()).or_insert_with(|| vec![0; p.steps()]);
-        if c.len() <= step {
-            c.resize(step + 1, 0);
+        if let Some(step) = p.rules_l1.diagnosis.as_ref().and_then(|d| d.first_wrong_step) {
+            quota::tally(&mut out, p.steps(), p.steps(), step);
         }
-        c[step] += 1;
     }
     out
 }

@@ -23,6 +23,16 @@ pub(super) fn steps(task: &Task) -> usize {
     task.reference_solution().map_or(0, |s| mentor_agents::rules::reference_steps(s).len())
 }
 
+/// Counts a diagnosis at `step` (0-based) under `key`, whose counts by position are as long as
+/// the problem's `steps` (or the step, when it lies beyond them).
+pub(super) fn tally<K: Ord>(counts: &mut BTreeMap<K, Vec<usize>>, key: K, steps: usize, step: usize) {
+    let c = counts.entry(key).or_insert_with(|| vec![0; steps]);
+    if c.len() <= step {
+        c.resize(step + 1, 0);
+    }
+    c[step] += 1;
+}
+
 impl PositionQuota {
     /// A quota of `collapsed` problems over the step counts of `tasks`, each diagnosed step of a
     /// 3-or-more-step count at most `share` of its count's quota (`share` 1: everything admitted).
