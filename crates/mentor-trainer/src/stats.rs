@@ -45,10 +45,14 @@ pub fn resamples(n: usize, count: usize, seed: u64) -> Vec<Vec<usize>> {
 /// lists the indices of every item of each drawn cluster (a cluster drawn twice contributes its
 /// items twice). Clusters are numbered in order of first appearance. The resamples plug into
 /// `paired_difference`. Without items, `count` empty resamples.
-pub fn clustered_resamples(clusters: &[u64], count: usize, seed: u64) -> Vec<Vec<usize>> {
-    let mut index: HashMap<u64, usize> = HashMap::new();
+pub fn clustered_resamples<K: Eq + std::hash::Hash>(
+    clusters: &[K],
+    count: usize,
+    seed: u64,
+) -> Vec<Vec<usize>> {
+    let mut index: HashMap<&K, usize> = HashMap::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
-    for (i, &id) in clusters.iter().enumerate() {
+    for (i, id) in clusters.iter().enumerate() {
         let c = *index.entry(id).or_insert_with(|| {
             members.push(Vec::new());
             members.len() - 1
@@ -238,7 +242,7 @@ mod tests {
         }
         assert_eq!(clustered_resamples(&ids, 20, 3), clustered_resamples(&ids, 20, 3));
         assert_ne!(clustered_resamples(&ids, 20, 3), clustered_resamples(&ids, 20, 4));
-        assert_eq!(clustered_resamples(&[], 3, 1), vec![Vec::<usize>::new(); 3]);
+        assert_eq!(clustered_resamples::<u64>(&[], 3, 1), vec![Vec::<usize>::new(); 3]);
         assert!(clustered_resamples(&ids, 0, 1).is_empty());
         // One cluster: every resample is all its items, in order.
         assert!(clustered_resamples(&[5, 5, 5], 10, 2).iter().all(|s| s == &[0, 1, 2]));

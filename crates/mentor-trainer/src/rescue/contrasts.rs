@@ -216,17 +216,6 @@ fn table(lines: Vec<RescueLine>) -> (Vec<Row>, Table) {
     (order, t)
 }
 
-/// Stable numeric ids of `keys` (cluster ids for the bootstrap).
-fn ids(keys: &[&str]) -> Vec<u64> {
-    let mut seen: BTreeMap<&str, u64> = BTreeMap::new();
-    keys.iter()
-        .map(|k| {
-            let n = seen.len() as u64;
-            *seen.entry(k).or_insert(n)
-        })
-        .collect()
-}
-
 fn template_of(l: &RescueLine) -> String {
     l.template.clone().unwrap_or_else(|| "–".into())
 }
@@ -236,7 +225,7 @@ fn arm_row(row: &Row, lines: &BTreeMap<String, RescueLine>, bootstrap: usize, se
     let x: Vec<f64> = measured.iter().map(|l| f64::from(u8::from(l.rescued))).collect();
     let zeros = vec![0.0; x.len()];
     let problem_ids: Vec<&str> = measured.iter().map(|l| l.problem.as_str()).collect();
-    let r = stats::clustered_resamples(&ids(&problem_ids), bootstrap, seed);
+    let r = stats::clustered_resamples(&problem_ids, bootstrap, seed);
     let rate = stats::paired_difference(&x, &zeros, &r);
     let hints: usize = measured.iter().map(|l| l.hint_tokens.len()).sum();
     let tokens: usize = measured.iter().flat_map(|l| &l.hint_tokens).sum();
@@ -255,7 +244,7 @@ fn arm_row(row: &Row, lines: &BTreeMap<String, RescueLine>, bootstrap: usize, se
     }
     let seq = (!values.is_empty()).then(|| {
         let zeros = vec![0.0; values.len()];
-        stats::paired_difference(&values, &zeros, &stats::clustered_resamples(&ids(&owners), bootstrap, seed))
+        stats::paired_difference(&values, &zeros, &stats::clustered_resamples(&owners, bootstrap, seed))
     });
     ArmRow {
         arm: row.0.clone(),
@@ -306,15 +295,11 @@ fn contrast(
     let templates: Vec<String> = pairs.iter().map(|(x, _)| template_of(x)).collect();
     let template_refs: Vec<&str> = templates.iter().map(String::as_str).collect();
     let by_problem =
-        stats::paired_difference(&fa, &fb, &stats::clustered_resamples(&ids(&problem_ids), bootstrap, seed));
+        stats::paired_difference(&fa, &fb, &stats::clustered_resamples(&problem_ids, bootstrap, seed));
     let distinct: BTreeSet<&str> = template_refs.iter().copied().collect();
     let by_template = (distinct.len() > 1)
         .then(|| {
-            stats::paired_difference(
-                &fa,
-                &fb,
-                &stats::clustered_resamples(&ids(&template_refs), bootstrap, seed),
-            )
+            stats::paired_difference(&fa, &fb, &stats::clustered_resamples(&template_refs, bootstrap, seed))
         })
         .flatten();
     let mut per_template = Vec::new();
