@@ -1,8 +1,24 @@
 //! `mentor experiment` on demo-sized runs of the tiny model: the missing runs train, each
-//! leaves a result file, and the pooling reads the result files alone (the run directories
-//! gone, a second call runs nothing).
+//! leaves a result file, the step-0 evaluation is made once per seed for every arm (and is
+//! what a run of its own evaluates at step 0), and the pooling reads the result files alone
+//! (the run directories gone, a second call runs nothing).
 
 use crate::mentor;
+
+const SETS: [&str; 12] = [
+    "run.progress=false",
+    "pretrain.steps=8",
+    "pretrain.batch=16",
+    "curriculum.schedule=[{level = 2, steps = 2}, {level = 3, steps = 2}]",
+    "curriculum.full_operand_levels=[]",
+    "sampling.prompts_per_step=2",
+    "sampling.group_size=3",
+    "sampling.max_new_tokens=24",
+    "strategy.intervention.hinted_samples=3",
+    "eval.problems=6",
+    "eval.every=2",
+    "eval.levels=[3]",
+];
 
 fn experiment(root: &std::path::Path, extra: &[&str]) -> (String, String) {
     let mut cmd = mentor();
@@ -19,20 +35,7 @@ fn experiment(root: &std::path::Path, extra: &[&str]) -> (String, String) {
     ]);
     cmd.arg("--results").arg(root.join("results")).arg("--runs").arg(root.join("runs"));
     cmd.args(["--commit", "abc1234"]);
-    for s in [
-        "run.progress=false",
-        "pretrain.steps=8",
-        "pretrain.batch=16",
-        "curriculum.schedule=[{level = 2, steps = 2}, {level = 3, steps = 2}]",
-        "curriculum.full_operand_levels=[]",
-        "sampling.prompts_per_step=2",
-        "sampling.group_size=3",
-        "sampling.max_new_tokens=24",
-        "strategy.intervention.hinted_samples=3",
-        "eval.problems=6",
-        "eval.every=2",
-        "eval.levels=[3]",
-    ] {
+    for s in SETS {
         cmd.arg("--set").arg(s);
     }
     cmd.args(extra);
@@ -51,6 +54,40 @@ fn the_missing_runs_train_and_the_result_files_pool_alone() {
         "{err}"
     );
     let results = root.path().join("results");
+    // One step-0 evaluation for both arms, written once and shown to each.
+    assert_eq!(err.matches("evaluating seed 0's starting model").count(), 1, "{err}");
+    let start: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("start/s0.json")).unwrap()).unwrap();
+    let start_rows = start["rows"].as_array().unwrap().clone();
+    assert_eq!(start_rows.len(), 1);
+    for arm in ["vanilla", "mentor"] {
+        let evals: Vec<serde_json::Value> =
+            std::fs::read_to_string(root.path().join(format!("runs/{arm}-s0/eval.jsonl")))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        assert_eq!(evals[0], start_rows[0], "{arm}: the shared step-0 row");
+    }
+    // A run of its own (`mentor train`, nothing shared) evaluates step 0 to the same row.
+    let alone = root.path().join("alone");
+    let mut cmd = mentor();
+    cmd.args(["--threads", "1", "train", "--config", "demo"]);
+    for s in SETS.iter().map(|s| s.to_string()).chain([
+        "strategy.arm=\"vanilla\"".into(),
+        "run.seed=0".into(),
+        format!("run.output_dir=\"{}\"", alone.display()),
+    ]) {
+        cmd.arg("--set").arg(s);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let own = std::fs::read_to_string(alone.join("eval.jsonl")).unwrap();
+    let own: serde_json::Value = serde_json::from_str(own.lines().next().unwrap()).unwrap();
+    assert_eq!(own, start_rows[0], "the shared row is the one a run makes itself");
+    for svg in ["curve_reward.svg", "curve_zrf.svg", "curve_rows.svg"] {
+        assert!(std::fs::read_to_string(results.join(svg)).unwrap().contains("mentor-s0"), "{svg}");
+    }
     for arm in ["vanilla", "mentor"] {
         let r: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(results.join(format!("{arm}-s0.json"))).unwrap())
@@ -74,6 +111,7 @@ fn the_missing_runs_train_and_the_result_files_pool_alone() {
     std::fs::remove_dir_all(root.path().join("runs")).unwrap();
     let (again, err) = experiment(root.path(), &[]);
     assert!(err.contains("has its result") && !err.contains("done →"), "{err}");
+    assert!(!err.contains("starting model"), "nothing to run, nothing evaluated: {err}");
     assert_eq!(again, md);
     let pooled: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(results.join("pooled.json")).unwrap()).unwrap();

@@ -66,8 +66,8 @@ fn gsm8k_preset_trains_a_step_of_smollm2_with_the_math_verifier() {
     assert_eq!(summary["final_eval"][0]["n"], 1);
 }
 
-/// Generated problems in the few-shot style, evaluated on named sets each reported apart, with
-/// the `random_step` twin as the arm.
+/// Generated problems in the few-shot style, evaluated on named sets each reported apart (one
+/// with pass@k on its first problem only), with the `random_step` twin as the arm.
 #[test]
 fn generated_problems_train_with_named_evaluation_sets() {
     let (summary, metrics) = smoke_with(
@@ -77,7 +77,8 @@ fn generated_problems_train_with_named_evaluation_sets() {
             "data.prompt=\"few_shot\"",
             "data.eval_tasks=0",
             "strategy.arm=\"random_step\"",
-            "eval.sets=[{ name = \"same_templates\", tasks = \"arith 2-step seed 9\", n = 2 }, { name = \"new_templates\", tasks = \"heldout 2-step seed 9\", n = 1 }]",
+            "eval.sets=[{ name = \"same_templates\", tasks = \"arith 2-step seed 9\", n = 2, passk_n = 1 }, { name = \"new_templates\", tasks = \"heldout 2-step seed 9\", n = 1 }]",
+            "eval.k=2",
         ],
     );
     assert_eq!(summary["steps"], 1);
@@ -85,8 +86,13 @@ fn generated_problems_train_with_named_evaluation_sets() {
     let rows = summary["eval_rows"].as_array().unwrap();
     let at = |step: u64, set: &str| rows.iter().find(|r| r["step"] == step && r["set"] == set).cloned();
     for step in [0, 1] {
-        assert_eq!(at(step, "same_templates").unwrap()["n"], 2, "{rows:?}");
-        assert_eq!(at(step, "new_templates").unwrap()["n"], 1, "{rows:?}");
+        let same = at(step, "same_templates").unwrap();
+        assert_eq!(same["n"], 2, "{rows:?}");
+        // pass@2 on the first problem: its draws counted for it alone.
+        assert_eq!((same["passk_n"].as_u64(), same["right"].as_array().map(Vec::len)), (Some(1), Some(1)));
+        let new = at(step, "new_templates").unwrap();
+        assert_eq!(new["n"], 1, "{rows:?}");
+        assert!(new["passk_n"].is_null() && new["right"].as_array().map(Vec::len) == Some(1), "{new}");
     }
     assert!(rows.iter().all(|r| r["set"].is_string()), "no unnamed set: data.eval_tasks = 0");
 }

@@ -31,6 +31,15 @@ pub struct EvalRow {
     /// mean@k, when `k > 0`: the fraction of all sampled completions that are correct.
     #[serde(default)]
     pub meank: Option<f64>,
+    /// Problems pass@k and mean@k were measured on: the first `passk_n` of the set (`n` when
+    /// the row says nothing: every problem).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passk_n: Option<usize>,
+    /// Correct completions of each of those problems out of `samples`, in set order (empty
+    /// without pass@k, and in rows written before it was recorded): the per-problem pass@k
+    /// that pairs arms problem by problem.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub right: Vec<usize>,
     /// Greedy pass/fail of each problem, in evaluation-set order (`pass1` is the share of
     /// `true`). The set depends only on the run's seed, so the vectors of two arms of one seed
     /// are paired problem by problem. Empty in rows written before it was recorded.
@@ -51,6 +60,9 @@ pub struct Sampled {
     pub samples: usize,
     /// Sampling temperature.
     pub temperature: f64,
+    /// pass@k on the first this many problems only (0: all of them): sampled evaluation costs
+    /// `samples` times greedy's, so a set can measure it on a prefix.
+    pub problems: usize,
 }
 
 /// The unbiased pass@k estimator of Chen et al. (2021) for one problem with `c` correct
@@ -84,7 +96,8 @@ fn generate_all(policy: &Policy, tasks: &[Task], n: usize, cfg: &GenerateConfig)
 }
 
 /// Evaluates `tasks` (one level's set): greedy pass@1, and pass@k and mean@k from
-/// `sampled.samples` completions per problem when `sampled.k > 0`, drawn from `seed`.
+/// `sampled.samples` completions per problem of the first `sampled.problems` (0: all) when
+/// `sampled.k > 0`, drawn from `seed`.
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     policy: &Policy,
@@ -107,7 +120,12 @@ pub fn evaluate(
     let pass = correct.iter().filter(|&&c| c).count();
     let n = tasks.len();
     let pass1 = pass as f64 / n.max(1) as f64;
-    let (passk, meank) = if k > 0 {
+    let sampled_tasks = match sampled.problems {
+        0 => tasks,
+        m => &tasks[..m.min(n)],
+    };
+    let (passk, meank, right) = if k > 0 {
+        let tasks = sampled_tasks;
         let cfg = GenerateConfig {
             sampler: Sampler { temperature, top_p: 1.0, top_k: 0 },
             max_new_tokens,
@@ -122,12 +140,12 @@ pub fn evaluate(
             .chunks(samples)
             .map(|vs| vs.iter().filter(|v| matches!(v, Ok(v) if v.passed())).count())
             .collect();
-        let denom = n.max(1) as f64;
+        let denom = tasks.len().max(1) as f64;
         let passk = right.iter().map(|&c| pass_at_k(samples, c, k)).sum::<f64>() / denom;
         let meank = right.iter().sum::<usize>() as f64 / (denom * samples as f64);
-        (Some(passk), Some(meank))
+        (Some(passk), Some(meank), right)
     } else {
-        (None, None)
+        (None, None, Vec::new())
     };
     Ok(EvalRow {
         step,
@@ -138,6 +156,8 @@ pub fn evaluate(
         passk,
         samples: if k > 0 { samples } else { 0 },
         meank,
+        passk_n: (k > 0 && sampled_tasks.len() < n).then_some(sampled_tasks.len()),
+        right,
         correct,
         set: None,
     })
@@ -170,6 +190,8 @@ mod tests {
             passk: None,
             samples: 0,
             meank: None,
+            passk_n: None,
+            right: Vec::new(),
             correct: vec![true, false, true],
             set: None,
         };

@@ -55,6 +55,25 @@ pub struct EvalLine {
     pub passk: Option<(usize, f64)>,
     /// Each problem's greedy outcome, in set order.
     pub correct: Vec<bool>,
+    /// Draws per problem of the sampled evaluation (0: none).
+    #[serde(default)]
+    pub samples: usize,
+    /// Correct draws of each problem the sampled evaluation covered (the set's first ones),
+    /// in set order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub right: Vec<usize>,
+}
+
+impl EvalLine {
+    /// Each covered problem's unbiased pass@k (empty without a sampled evaluation).
+    pub fn passk_each(&self) -> Vec<f64> {
+        match self.passk {
+            Some((k, _)) if self.samples >= k => {
+                self.right.iter().map(|&c| crate::eval::pass_at_k(self.samples, c, k)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// A finished run, condensed (`<arm>-s<seed>.json`).
@@ -86,6 +105,39 @@ pub struct ResultFile {
     pub final_same_templates_pass1: Option<f64>,
     /// Final pass@1 on the `new_templates` set, when the run has one.
     pub final_new_templates_pass1: Option<f64>,
+}
+
+/// The step-0 evaluation of one seed, made once for every arm (`start/s<seed>.json`): the
+/// arms of a seed start from one model and are evaluated on the same sets with the same
+/// seeds, so their step-0 rows are these.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartFile {
+    /// The run seed.
+    pub seed: u64,
+    /// [`config_hash`] of the config it was made under (a result file's, for any arm).
+    pub config_hash: String,
+    /// The commit the binary was built from.
+    pub commit: String,
+    /// The CPU.
+    pub cpu: String,
+    /// Tensor threads.
+    pub threads: usize,
+    /// Seconds the evaluation took (with the model's building and any pretraining).
+    pub seconds: f64,
+    /// The rows, one per evaluation set, as `eval.jsonl` has them.
+    pub rows: Vec<crate::eval::EvalRow>,
+}
+
+impl StartFile {
+    /// Reads one.
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
+        serde_json::from_str(&text).map_err(|e| Error::Jsonl {
+            path: path.to_path_buf(),
+            line: e.line(),
+            message: e.to_string(),
+        })
+    }
 }
 
 /// The file name of a run's result.
@@ -139,6 +191,8 @@ impl ResultFile {
                 pass1: e.pass1,
                 passk: e.passk.map(|p| (e.k, p)),
                 correct: e.correct.clone(),
+                samples: e.samples,
+                right: e.right.clone(),
             })
             .collect();
         let last =
@@ -224,6 +278,12 @@ pub struct ArmOnSet {
     pub mean: f64,
     /// Step-0 pass@1 per seed (the same model before training: equal across arms of a seed).
     pub step0: Vec<(u64, f64)>,
+    /// Final pass@k per seed, `(seed, pass@k)`, where the runs measured it.
+    #[serde(default)]
+    pub passk: Vec<(u64, f64)>,
+    /// Its k.
+    #[serde(default)]
+    pub k: Option<usize>,
 }
 
 /// `mentor` against another arm on one set.
@@ -237,6 +297,10 @@ pub struct ArmContrast {
     pub by_seed: Option<[f64; 3]>,
     /// `[mean, lo, hi]` over (seed, problem) units, problems clustered across seeds.
     pub by_problem: Option<[f64; 3]>,
+    /// The same for pass@k (per problem, the unbiased estimate from its draws), where both
+    /// arms measured it.
+    #[serde(default)]
+    pub passk_by_problem: Option<[f64; 3]>,
 }
 
 /// One evaluation set pooled.
@@ -259,6 +323,60 @@ pub struct Pooled {
     pub config_hashes: Vec<String>,
     /// Per evaluation set.
     pub sets: Vec<SetPooled>,
+    /// What each run cost, in arm and seed order.
+    #[serde(default)]
+    pub costs: Vec<RunCost>,
+}
+
+/// What one run cost and drew.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCost {
+    /// The arm.
+    pub arm: String,
+    /// The seed.
+    pub seed: u64,
+    /// Training steps.
+    pub steps: usize,
+    /// Seconds of the training steps (evaluations not included).
+    pub step_seconds: f64,
+    /// Peak resident memory, MiB.
+    pub peak_rss_mib: Option<f64>,
+    /// Rows trained on, summed over steps.
+    pub rows: usize,
+    /// Completions sampled beyond the groups (hinted or retried), summed.
+    pub extra_rollouts: usize,
+    /// Groups intervened on, summed.
+    pub intervened: usize,
+    /// Of those, rescued.
+    pub rescued: usize,
+    /// Tokens of the hints shown, summed.
+    pub hint_tokens: usize,
+    /// The learner's own share of the rescued groups' trained tokens (`None`: nothing rescued).
+    pub own_share: Option<f64>,
+    /// Where it ran: the CPU, the tensor threads and the commit.
+    pub machine: String,
+}
+
+impl RunCost {
+    fn of(r: &ResultFile) -> Self {
+        let sum = |f: fn(&StepLine) -> usize| r.steps.iter().map(f).sum::<usize>();
+        let rescued_tokens = sum(|s| s.rescued_tokens[0]);
+        Self {
+            arm: r.arm.clone(),
+            seed: r.seed,
+            steps: r.steps.len(),
+            step_seconds: r.step_seconds,
+            peak_rss_mib: r.peak_rss_mib,
+            rows: sum(|s| s.rows),
+            extra_rollouts: sum(|s| s.extra_rollouts),
+            intervened: sum(|s| s.intervened),
+            rescued: sum(|s| s.rescued),
+            hint_tokens: sum(|s| s.hint_tokens),
+            own_share: (rescued_tokens > 0)
+                .then(|| sum(|s| s.rescued_tokens[1]) as f64 / rescued_tokens as f64),
+            machine: format!("{}, {} threads, {}", r.cpu, r.threads, r.commit),
+        }
+    }
 }
 
 /// The two-sided 97.5% quantile of Student's t with `df` degrees of freedom (1-30; above, the
@@ -292,7 +410,11 @@ pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
                     })
                     .collect();
                 let mean = per_seed.iter().map(|p| p.1).sum::<f64>() / per_seed.len().max(1) as f64;
-                ArmOnSet { arm: arm.to_string(), per_seed, mean, step0 }
+                let finals: Vec<(u64, &EvalLine)> =
+                    runs.iter().filter_map(|r| Some((r.seed, r.final_eval(set)?))).collect();
+                let passk = finals.iter().filter_map(|(s, e)| Some((*s, e.passk?.1))).collect();
+                let k = finals.iter().find_map(|(_, e)| e.passk.map(|p| p.0));
+                ArmOnSet { arm: arm.to_string(), per_seed, mean, step0, passk, k }
             })
             .collect();
         let mut contrasts = Vec::new();
@@ -300,6 +422,7 @@ pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
             for &other in arms.iter().filter(|a| **a != "mentor") {
                 let (mut per_seed, mut a, mut b, mut clusters) =
                     (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                let (mut ka, mut kb, mut kclusters) = (Vec::new(), Vec::new(), Vec::new());
                 for r in results.iter().filter(|r| r.arm == "mentor") {
                     let (Some(m), Some(o)) =
                         (r.final_eval(set), find(other, r.seed).and_then(|o| o.final_eval(set)))
@@ -314,6 +437,13 @@ pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
                             clusters.push(i as u64);
                         }
                     }
+                    let (pm, po) = (m.passk_each(), o.passk_each());
+                    if !pm.is_empty() && pm.len() == po.len() && m.passk.map(|p| p.0) == o.passk.map(|p| p.0)
+                    {
+                        kclusters.extend(0..pm.len() as u64);
+                        ka.extend(pm);
+                        kb.extend(po);
+                    }
                 }
                 let n = per_seed.len();
                 let by_seed = (n >= 2).then(|| {
@@ -324,13 +454,55 @@ pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
                 });
                 let by_problem =
                     stats::paired_difference(&a, &b, &stats::clustered_resamples(&clusters, bootstrap, seed));
-                contrasts.push(ArmContrast { other: other.to_string(), per_seed, by_seed, by_problem });
+                let passk_by_problem = (!ka.is_empty())
+                    .then(|| {
+                        stats::paired_difference(
+                            &ka,
+                            &kb,
+                            &stats::clustered_resamples(&kclusters, bootstrap, seed),
+                        )
+                    })
+                    .flatten();
+                contrasts.push(ArmContrast {
+                    other: other.to_string(),
+                    per_seed,
+                    by_seed,
+                    by_problem,
+                    passk_by_problem,
+                });
             }
         }
         out.push(SetPooled { set: set.to_string(), arms: arm_rows, contrasts });
     }
     let hashes: BTreeSet<String> = results.iter().map(|r| r.config_hash.clone()).collect();
-    Pooled { runs: results.len(), config_hashes: hashes.into_iter().collect(), sets: out }
+    Pooled {
+        runs: results.len(),
+        config_hashes: hashes.into_iter().collect(),
+        sets: out,
+        costs: results.iter().map(RunCost::of).collect(),
+    }
+}
+
+/// The learning curves of every run as SVG files, `(file name, text)`: train reward, the
+/// zero-reward fraction and the rows trained on per step, one line per arm and seed.
+pub fn curves(results: &[ResultFile]) -> Result<Vec<(String, String)>> {
+    type Of = fn(&StepLine) -> f64;
+    let charts: [(&str, &str, &str, (f64, f64), Of); 3] = [
+        ("curve_reward.svg", "Training reward", "mean reward", (0.0, 0.3), |s| s.mean_reward),
+        ("curve_zrf.svg", "Zero-reward fraction", "groups with every attempt failed", (0.0, 1.0), |s| s.zrf),
+        ("curve_rows.svg", "Rows trained on per step", "rows", (0.0, 1.0), |s| s.rows as f64),
+    ];
+    charts
+        .into_iter()
+        .map(|(file, title, label, base, of)| {
+            let lines: Vec<(&str, u64, Vec<(f64, f64)>)> = results
+                .iter()
+                .map(|r| (r.arm.as_str(), r.seed, r.steps.iter().map(|s| (s.step as f64, of(s))).collect()))
+                .collect();
+            let chart = crate::report::curves_chart(file, title, label, base, &lines);
+            Ok((file.to_string(), crate::report::render_svg(&chart)?))
+        })
+        .collect()
 }
 
 fn interval(d: Option<[f64; 3]>) -> String {
@@ -346,18 +518,35 @@ pub fn markdown(p: &Pooled) -> String {
     }
     for set in &p.sets {
         let _ = writeln!(s, "### {}\n", set.set);
-        s.push_str("| arm | final pass@1 (mean) | per seed | step 0 |\n|---|---|---|---|\n");
+        let k = set.arms.iter().find_map(|a| a.k);
+        let kcol = k.map(|k| format!(" pass@{k} (mean) | pass@{k} per seed |")).unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| arm | final pass@1 (mean) | per seed | step 0 |{kcol}\n|---|---|---|---|{}",
+            if k.is_some() { "---|---|" } else { "" }
+        );
         for a in &set.arms {
             let seeds: Vec<String> = a.per_seed.iter().map(|(s, v)| format!("s{s} {v:.3}")).collect();
             let step0: Vec<String> = a.step0.iter().map(|(s, v)| format!("s{s} {v:.3}")).collect();
-            let _ =
-                writeln!(s, "| {} | {:.3} | {} | {} |", a.arm, a.mean, seeds.join(", "), step0.join(", "));
+            let _ = write!(s, "| {} | {:.3} | {} | {} |", a.arm, a.mean, seeds.join(", "), step0.join(", "));
+            if k.is_some() {
+                let each: Vec<String> = a.passk.iter().map(|(s, v)| format!("s{s} {v:.3}")).collect();
+                let mean = a.passk.iter().map(|p| p.1).sum::<f64>() / a.passk.len().max(1) as f64;
+                let mean = if a.passk.is_empty() { "–".into() } else { format!("{mean:.3}") };
+                let _ = write!(s, " {mean} | {} |", each.join(", "));
+            }
+            s.push('\n');
         }
         if !set.contrasts.is_empty() {
-            s.push_str("\n| mentor − | per seed | by seed (t, 95%) | by problem (clustered, 95%) |\n|---|---|---|---|\n");
+            let kcol = k.map(|k| format!(" pass@{k} by problem |")).unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "\n| mentor − | per seed | by seed (t, 95%) | by problem (clustered, 95%) |{kcol}\n|---|---|---|---|{}",
+                if k.is_some() { "---|" } else { "" }
+            );
             for c in &set.contrasts {
                 let seeds: Vec<String> = c.per_seed.iter().map(|(s, v)| format!("s{s} {v:+.3}")).collect();
-                let _ = writeln!(
+                let _ = write!(
                     s,
                     "| {} | {} | {} | {} |",
                     c.other,
@@ -365,9 +554,34 @@ pub fn markdown(p: &Pooled) -> String {
                     interval(c.by_seed),
                     interval(c.by_problem)
                 );
+                if k.is_some() {
+                    let _ = write!(s, " {} |", interval(c.passk_by_problem));
+                }
+                s.push('\n');
             }
         }
         s.push('\n');
+    }
+    if !p.costs.is_empty() {
+        s.push_str("### cost per run\n\n| run | steps | step s | peak RSS MiB | rows | extra rollouts | interventions | rescued | hint tokens | own share | where |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for c in &p.costs {
+            let _ = writeln!(
+                s,
+                "| {}-s{} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                c.arm,
+                c.seed,
+                c.steps,
+                c.step_seconds,
+                c.peak_rss_mib.map_or_else(|| "–".into(), |m| format!("{m:.0}")),
+                c.rows,
+                c.extra_rollouts,
+                c.intervened,
+                c.rescued,
+                c.hint_tokens,
+                c.own_share.map_or_else(|| "–".into(), |v| format!("{v:.3}")),
+                c.machine
+            );
+        }
     }
     s
 }
@@ -395,6 +609,8 @@ mod tests {
                     pass1: 0.0,
                     passk: None,
                     correct: vec![false; 4],
+                    samples: 0,
+                    right: Vec::new(),
                 },
                 EvalLine {
                     set: "new_templates".into(),
@@ -402,6 +618,8 @@ mod tests {
                     pass1,
                     passk: None,
                     correct: correct.to_vec(),
+                    samples: 0,
+                    right: Vec::new(),
                 },
             ],
             final_same_templates_pass1: None,
@@ -438,6 +656,82 @@ mod tests {
         // By problem: 8 units, mentor − vanilla per unit: 0,1,1,0 and 1,-1,0,0 → mean 0.25.
         assert!((c.by_problem.unwrap()[0] - 0.25).abs() < 1e-12);
         assert!(markdown(&p).contains("| vanilla | s0 +0.500, s1 +0.000 |"));
+    }
+
+    /// pass@2 from 4 draws: c = 0 → 0, c = 1 → 1 − C(3,2)/C(4,2) = 1/2, c = 2 → 1 − 1/6 = 5/6.
+    /// Seed 0: mentor [1, 2] vs vanilla [0, 1] → differences 1/2 and 1/3; seed 1: all 0 → 0, 0.
+    /// Over the 4 (seed, problem) units: (1/2 + 1/3) / 4 = 5/24.
+    #[test]
+    fn pass_at_k_pools_problem_by_problem() {
+        let with_draws = |arm: &str, seed: u64, right: Vec<usize>| {
+            let mut r = result(arm, seed, &[true, false, false, false]);
+            let last = r.evals.last_mut().unwrap();
+            let each: Vec<f64> = right.iter().map(|&c| crate::eval::pass_at_k(4, c, 2)).collect();
+            last.passk = Some((2, each.iter().sum::<f64>() / 2.0));
+            last.samples = 4;
+            last.right = right;
+            r
+        };
+        let results = [
+            with_draws("mentor", 0, vec![1, 2]),
+            with_draws("vanilla", 0, vec![0, 1]),
+            with_draws("mentor", 1, vec![0, 0]),
+            with_draws("vanilla", 1, vec![0, 0]),
+        ];
+        let each = results[0].final_eval("new_templates").unwrap().passk_each();
+        assert!(each.len() == 2 && (each[0] - 0.5).abs() < 1e-12 && (each[1] - 5.0 / 6.0).abs() < 1e-12);
+        let p = pool(&results, 500, 3);
+        let set = &p.sets[0];
+        let mentor = set.arms.iter().find(|a| a.arm == "mentor").unwrap();
+        assert_eq!(mentor.k, Some(2));
+        assert_eq!(mentor.passk.iter().map(|p| p.0).collect::<Vec<_>>(), [0, 1]);
+        assert!((mentor.passk[0].1 - (0.5 + 5.0 / 6.0) / 2.0).abs() < 1e-12 && mentor.passk[1].1 == 0.0);
+        let [m, lo, hi] = set.contrasts[0].passk_by_problem.unwrap();
+        assert!((m - 5.0 / 24.0).abs() < 1e-12 && lo <= m && m <= hi, "{m} [{lo}, {hi}]");
+        let md = markdown(&p);
+        assert!(md.contains("pass@2 (mean)") && md.contains("pass@2 by problem"), "{md}");
+    }
+
+    #[test]
+    fn costs_sum_the_steps_and_curves_draw_one_line_per_run() {
+        let step = |i: usize, rescued: [usize; 2]| StepLine {
+            step: i,
+            mean_reward: 0.1 * i as f64,
+            zrf: 0.5,
+            intervened: 2,
+            rescued: 1,
+            rows: 40,
+            extra_rollouts: 8,
+            hint_tokens: 30,
+            rescued_tokens: rescued,
+        };
+        let mut a = result("mentor", 0, &[true]);
+        a.steps = vec![step(0, [100, 60]), step(1, [50, 45]), step(2, [0, 0])];
+        let mut b = result("vanilla", 0, &[false]);
+        b.steps = vec![step(0, [0, 0]), step(1, [0, 0]), step(2, [0, 0])];
+        let p = pool(&[a.clone(), b.clone()], 10, 1);
+        let c = &p.costs[0];
+        assert_eq!((c.steps, c.rows, c.extra_rollouts, c.intervened, c.hint_tokens), (3, 120, 24, 6, 90));
+        assert!((c.own_share.unwrap() - 105.0 / 150.0).abs() < 1e-12);
+        assert_eq!(p.costs[1].own_share, None);
+        assert!(markdown(&p).contains("| mentor-s0 | 3 | 1 |"), "{}", markdown(&p));
+        let svgs = curves(&[a, b]).unwrap();
+        let names: Vec<&str> = svgs.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["curve_reward.svg", "curve_zrf.svg", "curve_rows.svg"]);
+        for (_, svg) in &svgs {
+            // Data lines have a point per step (legend samples have 2), one per run, each in its
+            // arm's colour.
+            let doc = roxmltree::Document::parse(svg).expect("well-formed SVG");
+            let strokes: Vec<&str> = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("polyline"))
+                .filter(|n| n.attribute("points").unwrap_or("").split_whitespace().count() >= 3)
+                .map(|n| n.attribute("stroke").unwrap_or(""))
+                .collect();
+            assert_eq!(strokes.len(), 2, "one line per run");
+            assert_ne!(strokes[0], strokes[1], "the arms' colours differ");
+            assert!(svg.contains("mentor-s0") && svg.contains("vanilla-s0"));
+        }
     }
 
     #[test]

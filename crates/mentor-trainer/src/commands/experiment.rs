@@ -1,7 +1,9 @@
 //! `mentor experiment`: the runs of a training experiment (arms × seeds of one config) that
 //! have no result file yet, each resumed from its last checkpoint when one exists, each
 //! condensed into `<results>/<arm>-s<seed>.json` when it finishes; then every result file
-//! pooled into `pooled.json` and `pooled.md` ([`crate::experiment`]).
+//! pooled into `pooled.json`, `pooled.md` and the learning curves' SVGs
+//! ([`crate::experiment`]). The step-0 evaluation is made once per seed
+//! (`<results>/start/s<seed>.json`, committed with the results) and shared by its arms.
 
 use std::path::Path;
 
@@ -9,8 +11,9 @@ use anyhow::{Context, Result};
 
 pub use crate::cli::ExperimentArgs;
 use crate::config::{DataKind, TrainConfig};
-use crate::experiment::{self, ResultFile, RunMeta};
-use crate::train::{train, TrainOptions};
+use crate::eval::EvalRow;
+use crate::experiment::{self, ResultFile, RunMeta, StartFile};
+use crate::train::{start_eval, train, TrainOptions};
 
 /// Runs `mentor experiment`.
 pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
@@ -18,17 +21,26 @@ pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
         .with_context(|| format!("creating the results directory {}", args.results.display()))?;
     let stop = super::progress::stop_flag();
     if !args.pool_only {
-        for arm in &args.arms {
-            for &seed in &args.seeds {
+        for &seed in &args.seeds {
+            let missing: Vec<&String> = args
+                .arms
+                .iter()
+                .filter(|arm| {
+                    let file = args.results.join(experiment::file_name(arm, seed));
+                    if file.is_file() {
+                        eprintln!(
+                            "experiment: {arm} seed {seed} has its result ({}); not run again",
+                            file.display()
+                        );
+                    }
+                    !file.is_file()
+                })
+                .collect();
+            let Some(first) = missing.first() else { continue };
+            let start = start_rows(args, first, seed, threads)?;
+            for arm in missing {
                 let file = args.results.join(experiment::file_name(arm, seed));
-                if file.is_file() {
-                    eprintln!(
-                        "experiment: {arm} seed {seed} has its result ({}); not run again",
-                        file.display()
-                    );
-                    continue;
-                }
-                one(args, arm, seed, &file, threads, &stop)?;
+                one(args, arm, seed, &file, threads, &stop, &start)?;
                 if stop.load(std::sync::atomic::Ordering::SeqCst) {
                     eprintln!("interrupted: the run's checkpoint is kept; run the same command to go on");
                     std::process::exit(130);
@@ -43,6 +55,9 @@ pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
     }
     let pooled = experiment::pool(&results, 2000, crate::seed::mix(&[0xe4e7, 0x5eed]));
     crate::jsonl::write_json(&args.results.join("pooled.json"), &pooled)?;
+    for (name, svg) in experiment::curves(&results)? {
+        crate::jsonl::write_atomic(&args.results.join(name), svg.as_bytes())?;
+    }
     let md = experiment::markdown(&pooled);
     crate::jsonl::write_atomic(&args.results.join("pooled.md"), md.as_bytes())?;
     print!("{md}");
@@ -54,15 +69,8 @@ pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
     Ok(())
 }
 
-/// Trains one arm and seed (resuming its checkpoint if it has one) and writes its result file.
-fn one(
-    args: &ExperimentArgs,
-    arm: &str,
-    seed: u64,
-    file: &Path,
-    threads: Option<usize>,
-    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> Result<()> {
+/// The config of one arm and seed, its run directory under `args.runs`.
+fn run_config(args: &ExperimentArgs, arm: &str, seed: u64) -> Result<TrainConfig> {
     let name = format!("{arm}-s{seed}");
     let run_dir = args.runs.join(&name);
     let mut sets = args.sets.clone();
@@ -72,11 +80,75 @@ fn one(
         format!("run.name=\"{name}\""),
         format!("run.output_dir=\"{}\"", run_dir.display()),
     ]);
-    let cfg = TrainConfig::load(&args.config, &sets)
-        .with_context(|| format!("invalid configuration for {name}\nhint: see configs/*.toml"))?;
+    TrainConfig::load(&args.config, &sets)
+        .with_context(|| format!("invalid configuration for {name}\nhint: see configs/*.toml"))
+}
+
+/// The step-0 evaluation of `seed`'s runs: read from `<results>/start/s<seed>.json` when it
+/// was made under the same config, made (and written) otherwise. `arm`'s config stands for
+/// every arm's: they differ only in what the hash leaves out.
+fn start_rows(args: &ExperimentArgs, arm: &str, seed: u64, threads: Option<usize>) -> Result<Vec<EvalRow>> {
+    let cfg = run_config(args, arm, seed)?;
+    let hash = experiment::config_hash(&toml::to_string_pretty(&cfg).context("writing the config as TOML")?);
+    let file = args.results.join("start").join(format!("s{seed}.json"));
+    if file.is_file() {
+        let start = StartFile::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        if start.config_hash != hash {
+            anyhow::bail!(
+                "{} was made under another config (hash {} here, {} there)\nhint: delete it to evaluate step 0 again, or run with the config it was made under",
+                file.display(),
+                &hash[..12],
+                &start.config_hash[..start.config_hash.len().min(12)]
+            );
+        }
+        eprintln!("experiment: seed {seed}'s step-0 evaluation read from {}", file.display());
+        return Ok(start.rows);
+    }
+    eprintln!("experiment: evaluating seed {seed}'s starting model once for every arm");
+    let mut bar = super::progress::Bar::new(&format!("start-s{seed}"), 0, cfg.run.progress);
+    let t0 = std::time::Instant::now();
+    let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
+    let rows = super::sandbox::with_code(code, cfg.data.code_reward, |v| {
+        start_eval(&cfg, v, &mut bar).with_context(|| format!("evaluating seed {seed}'s starting model"))
+    });
+    bar.finish();
+    let start = StartFile {
+        seed,
+        config_hash: hash,
+        commit: args.commit.clone(),
+        cpu: experiment::cpu_model(),
+        threads: threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        seconds: t0.elapsed().as_secs_f64(),
+        rows: rows?,
+    };
+    std::fs::create_dir_all(args.results.join("start"))
+        .with_context(|| format!("creating {}", args.results.join("start").display()))?;
+    crate::jsonl::write_json(&file, &start)?;
+    Ok(start.rows)
+}
+
+/// Trains one arm and seed (resuming its checkpoint if it has one) and writes its result file.
+fn one(
+    args: &ExperimentArgs,
+    arm: &str,
+    seed: u64,
+    file: &Path,
+    threads: Option<usize>,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    start: &[EvalRow],
+) -> Result<()> {
+    let cfg = run_config(args, arm, seed)?;
+    let name = cfg.run.name.clone();
+    let run_dir = cfg.output_dir().to_path_buf();
     let resume = crate::checkpoint::latest(&run_dir).ok().flatten().is_some();
     eprintln!("experiment: {name} → {}{}", run_dir.display(), if resume { " (resumed)" } else { "" });
-    let opts = TrainOptions { resume, fork: false, stop: Some(stop.clone()), allow_over_memory: false };
+    let opts = TrainOptions {
+        resume,
+        fork: false,
+        stop: Some(stop.clone()),
+        allow_over_memory: false,
+        start_eval: Some(start.to_vec()),
+    };
     let mut bar = super::progress::Bar::new(&cfg.run.name, cfg.total_steps(), cfg.run.progress);
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
     let summary = super::sandbox::with_code(code, cfg.data.code_reward, |v| {

@@ -16,6 +16,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         fork: args.fork,
         stop: Some(stop),
         allow_over_memory: args.allow_over_memory,
+        start_eval: None,
     };
     let mut bar = super::progress::Bar::new(&cfg.run.name, cfg.total_steps(), cfg.run.progress);
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);

@@ -39,6 +39,10 @@ pub struct NamedSet {
     pub tasks: String,
     /// Problems in the set (the first `n`).
     pub n: usize,
+    /// pass@k (when `eval.k > 0`) on the first this many problems only (absent: all `n`);
+    /// greedy pass@1 is on all `n`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passk_n: Option<usize>,
 }
 
 impl Default for EvalSection {
@@ -61,6 +65,9 @@ impl EvalSection {
             }
             if set.n == 0 {
                 return invalid(&format!("{field}.n"), "0 (give the number of problems)");
+            }
+            if let Some(m) = set.passk_n.filter(|&m| m == 0 || m > set.n) {
+                return invalid(&format!("{field}.passk_n"), format!("{m}: give 1 to n = {}", set.n));
             }
         }
         if self.samples > 0 && self.samples < self.k {

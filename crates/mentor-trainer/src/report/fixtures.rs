@@ -86,6 +86,8 @@ pub fn eval(step: usize, level: u32, pass1: f64, passk: Option<f64>) -> EvalRow 
         passk,
         samples: 4,
         meank: passk,
+        passk_n: None,
+        right: Vec::new(),
         correct: Vec::new(),
         set: None,
     }
@@ -105,6 +107,8 @@ pub fn eval_outcomes(step: usize, level: u32, correct: &[bool]) -> EvalRow {
         passk: None,
         samples: 0,
         meank: None,
+        passk_n: None,
+        right: Vec::new(),
         correct: correct.to_vec(),
         set: None,
     }

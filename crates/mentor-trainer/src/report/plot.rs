@@ -211,6 +211,42 @@ fn step_chart(runs: &[&RunData], metric: &StepMetric) -> Chart {
     }
 }
 
+/// A chart of one number over the training steps, one line per (arm, seed) — smoothed as
+/// the report's step charts are, coloured by arm, its stroke by seed — for an experiment's
+/// pooled result files, whose run directories may be gone.
+pub(crate) fn curves_chart(
+    file_name: &str,
+    title: &str,
+    y_label: &str,
+    y_base: (f64, f64),
+    lines: &[(&str, u64, Vec<(f64, f64)>)],
+) -> Chart {
+    const STROKES: [Stroke; 4] = [Stroke::Solid, Stroke::Dashed, Stroke::Dotted, Stroke::DashDot];
+    let series = lines
+        .iter()
+        .map(|(arm, seed, points)| {
+            let (r, g, b) = arm_color(arm);
+            Series {
+                label: clean_label(&format!("{arm}-s{seed}")),
+                color: RGBColor(r, g, b),
+                dash: STROKES[(*seed % 4) as usize],
+                width: 2,
+                points: smooth(points, SMOOTH_WINDOW),
+            }
+        })
+        .collect();
+    Chart {
+        file_name: file_name.to_string(),
+        title: format!("{title} (trailing {SMOOTH_WINDOW}-step moving average)"),
+        x_label: "training step".to_string(),
+        y_label: format!("{y_label} (MA {SMOOTH_WINDOW})"),
+        series,
+        markers: Vec::new(),
+        y_base,
+        legend: SeriesLabelPosition::UpperRight,
+    }
+}
+
 fn interventions_chart(runs: &[&RunData]) -> Chart {
     let mut series = Vec::new();
     for r in runs {

@@ -19,5 +19,5 @@ pub use records::{
     InterventionEntry, RunInfo, StepRecord, EVAL_FILE, INTERVENTIONS_FILE, METRICS_FILE, RUN_FILE,
     SUMMARY_FILE,
 };
-pub use run::{train, Progress, TrainOptions};
+pub use run::{start_eval, train, Progress, TrainOptions};
 pub use tasks::{load_tasks, Tasks};

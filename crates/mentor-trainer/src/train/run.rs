@@ -44,6 +44,10 @@ pub struct TrainOptions {
     pub stop: Option<Arc<AtomicBool>>,
     /// Start even when the memory estimate exceeds the machine's available memory.
     pub allow_over_memory: bool,
+    /// The step-0 evaluation made once for every arm of a seed ([`start_eval`]): written to
+    /// `eval.jsonl` in place of evaluating at step 0. Each row must be of one of the run's
+    /// sets, in order (its name, level and size), or the step is an error.
+    pub start_eval: Option<Vec<EvalRow>>,
 }
 
 /// Progress reporting of [`train`]: called after each step and each evaluation.
@@ -125,6 +129,7 @@ pub struct Run<'a> {
     plugin: Plugin,
     fallbacks: Option<Arc<mentor_agents::llm::FallbackCounter>>,
     logs: Logs,
+    start_eval: Option<Vec<EvalRow>>,
     /// The next step to run (0-based).
     pub step: usize,
     /// Steps the run is to take.
@@ -238,9 +243,55 @@ pub fn start<'a>(
         plugin,
         fallbacks: built.fallbacks,
         logs,
+        start_eval: opts.start_eval.clone(),
         step,
         total,
     })
+}
+
+/// The step-0 evaluation of `cfg`'s run, made apart from any run: the model the run starts
+/// from (built from `run.seed`, pretrained when `pretrain.steps > 0`, exactly as [`start`]
+/// makes it) evaluated on the run's sets. The arms of one seed start from the same model and
+/// are evaluated on the same sets with the same seeds, so one such evaluation stands for
+/// each of them ([`TrainOptions::start_eval`]).
+pub fn start_eval(
+    cfg: &TrainConfig,
+    code: Option<&dyn Verifier>,
+    progress: &mut dyn Progress,
+) -> Result<Vec<EvalRow>> {
+    mentor_policy::set_deterministic(cfg.model.deterministic);
+    let tasks = load_tasks(cfg)?;
+    let policy = crate::policy::build(&cfg.model, cfg.run.seed)?;
+    let sets = eval_sets(cfg, &tasks);
+    let budget = preflight::prompt_budget(cfg, &policy, &tasks, &sets)?;
+    preflight::check_lengths(cfg, &policy, &budget)?;
+    pretrain_policy(cfg, &policy, progress)?;
+    let rows = run_eval(cfg, &policy, &DomainVerifier::new(code), &sets, 0)?;
+    progress.eval(&rows);
+    Ok(rows)
+}
+
+/// Shared step-0 rows, checked against the run's own sets: one per set, in order, each of
+/// the set's name, level and size.
+fn check_start_rows(rows: Vec<EvalRow>, sets: &[super::EvalSet]) -> Result<Vec<EvalRow>> {
+    let fits = rows.len() == sets.len()
+        && rows
+            .iter()
+            .zip(sets)
+            .all(|(r, s)| r.step == 0 && r.set == s.name && r.level == s.level && r.n == s.tasks.len());
+    if fits {
+        Ok(rows)
+    } else {
+        let names = |it: Vec<String>| it.join(", ");
+        Err(Error::Config {
+            file: "start evaluation".into(),
+            message: format!(
+                "its rows ({}) are not this run's step-0 sets ({})\nhint: delete the start evaluation file so it is made again under this config",
+                names(rows.iter().map(|r| format!("{:?}/{}/{}", r.set, r.level, r.n)).collect()),
+                names(sets.iter().map(|s| format!("{:?}/{}/{}", s.name, s.level, s.tasks.len())).collect()),
+            ),
+        })
+    }
 }
 
 /// `config.toml` (the resolved configuration, for resume checks) and `run.json` (for the
@@ -293,7 +344,10 @@ impl Run<'_> {
         let cfg = self.cfg;
         let step = self.step;
         if step == 0 || (cfg.eval.every > 0 && step.is_multiple_of(cfg.eval.every)) {
-            let rows = run_eval(cfg, &self.policy, &self.verifier, &self.sets, step)?;
+            let rows = match self.start_eval.take().filter(|_| step == 0) {
+                Some(rows) => check_start_rows(rows, &self.sets)?,
+                None => run_eval(cfg, &self.policy, &self.verifier, &self.sets, step)?,
+            };
             for r in &rows {
                 self.logs.evals.write(r)?;
             }
