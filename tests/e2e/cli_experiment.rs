@@ -117,3 +117,57 @@ fn the_missing_runs_train_and_the_result_files_pool_alone() {
         serde_json::from_str(&std::fs::read_to_string(results.join("pooled.json")).unwrap()).unwrap();
     assert_eq!(pooled["runs"], 2);
 }
+
+/// A sweep of the learning rate over vanilla runs: each value's runs in a directory of their
+/// own, and the rule's table over them; a second call runs nothing and writes the same table.
+#[test]
+fn a_sweep_runs_each_value_and_applies_the_rule() {
+    let root = tempfile::tempdir().unwrap();
+    let sweep = |extra: &[&str]| {
+        let mut cmd = mentor();
+        cmd.args(["--threads", "1", "experiment", "--config", "demo", "--arms", "vanilla", "--seeds", "0"]);
+        cmd.arg("--results").arg(root.path().join("sweep")).arg("--runs").arg(root.path().join("runs"));
+        cmd.args([
+            "--sweep",
+            "grpo.learning_rate=1e-4,1e-3",
+            "--sweep-set",
+            "level 3",
+            "--sweep-window",
+            "2",
+        ]);
+        for s in SETS {
+            cmd.arg("--set").arg(s);
+        }
+        cmd.args(extra);
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{err}");
+        (String::from_utf8_lossy(&out.stdout).to_string(), err)
+    };
+    let (md, err) = sweep(&[]);
+    for lr in ["1e-4", "1e-3"] {
+        let r: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(root.path().join(format!("sweep/{lr}/vanilla-s0.json"))).unwrap(),
+        )
+        .unwrap();
+        assert!(r["config_hash"].is_string() && r["steps"].as_array().unwrap().len() == 4, "{lr}");
+        // The run trained at its value.
+        let config =
+            std::fs::read_to_string(root.path().join(format!("runs/{lr}/vanilla-s0/config.toml"))).unwrap();
+        let value = config
+            .lines()
+            .skip_while(|l| l.trim() != "[grpo]")
+            .find_map(|l| l.trim().strip_prefix("learning_rate = "))
+            .and_then(|v| v.parse::<f64>().ok());
+        assert_eq!(value, lr.parse::<f64>().ok(), "{config}");
+    }
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(root.path().join("sweep/sweep.json")).unwrap())
+            .unwrap();
+    assert_eq!(rows.len(), 2, "{err}");
+    assert!(rows.iter().filter(|r| r["chosen"] == true).count() <= 1);
+    assert!(md.contains("| grpo.learning_rate | runs |") && md.contains("| 1e-3 | 1 |"), "{md}");
+    let (again, err) = sweep(&[]);
+    assert!(!err.contains("done →"), "nothing runs again: {err}");
+    assert_eq!(again, md);
+}

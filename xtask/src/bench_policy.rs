@@ -6,14 +6,13 @@
 //! prints a table with the ratios ours / PyTorch and writes everything to
 //! `<target>/bench/policy_vs_torch.json`.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 use mentor_core::assets::AssetDir;
 use serde_json::{json, Value};
 
-use crate::process::{cargo, repo_root};
+use crate::process::{cargo, repo_root, target_dir};
 
 /// Name of the private venv (changes with the pinned versions).
 const VENV: &str = "torch-2.15.0-transformers-5.24.0";
@@ -225,14 +224,6 @@ fn table(report: &Value) -> String {
         ));
     }
     s
-}
-
-/// Cargo's target directory (`$CARGO_TARGET_DIR` or `<repo>/target`).
-pub(crate) fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .map(|p| if p.is_absolute() { p } else { repo_root().join(p) })
-        .unwrap_or_else(|| Path::new(&repo_root()).join("target"))
 }
 
 #[cfg(test)]

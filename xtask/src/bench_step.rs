@@ -28,7 +28,8 @@ use anyhow::{bail, Context, Result};
 use mentor_core::assets::AssetDir;
 use serde_json::{json, Value};
 
-use crate::bench_policy::{capture, flag_value, set_threads, target_dir};
+use crate::bench_policy::{capture, flag_value, set_threads};
+use crate::process::target_dir;
 use crate::process::{cargo, repo_root, run};
 
 /// Name of the private venv (changes with the pinned versions).

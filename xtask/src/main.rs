@@ -10,6 +10,9 @@
 //! - `bench`: comparison benchmarks against peers (Math-Verify, ...), in release mode.
 //! - `rescue`: `mentor rescue` on SmolLM2's real GSM8K failures (MBPP with `--mbpp`): how often
 //!   each mentor turns an all-fail group into a success (sized down for 2 cores; see docs/RESULTS.md).
+//! - `experiment edge`: the training experiment (`mentor experiment`, preset `edge-smollm2`):
+//!   GRPO on SmolLM2 with and without the mentor, missing runs only, pooled into
+//!   docs/results/edge/; `--sweep` runs the learning-rate sweep that picks its rate.
 //! - `python`: builds the `mentor-rl` wheel (maturin, dev profile) and runs the binding tests
 //!   against it in a fresh venv; prints the wheel's path last. `test` runs the same tests.
 //!   `--bench` also times `verify_math` from Python against Math-Verify.
@@ -23,6 +26,7 @@ mod bench;
 mod bench_policy;
 mod bench_step;
 mod datasets;
+mod experiment;
 mod hashing;
 mod process;
 mod python;
@@ -102,6 +106,31 @@ enum Command {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// The training experiment: GRPO on SmolLM2-135M with and without the mentor (`mentor
+    /// experiment` with the `edge-smollm2` preset; arms vanilla, retry, mentor, random_step on
+    /// seeds 0-2), only the runs without a result file in docs/results/edge/, then all pooled.
+    /// Hours on 2 cores: run it in the background; an interrupted run resumes.
+    Experiment {
+        /// Which experiment (only `edge`).
+        #[arg(value_parser = ["edge"])]
+        which: String,
+        /// The learning-rate sweep of vanilla alone (seed 0, 40 steps per rate) whose rule
+        /// picks the preset's rate; the arms refuse to run at any other.
+        #[arg(long)]
+        sweep: bool,
+        /// Arms (default: vanilla, retry, mentor, random_step).
+        #[arg(long, value_delimiter = ',')]
+        arms: Vec<String>,
+        /// Seeds (default: 0, 1, 2).
+        #[arg(long, value_delimiter = ',')]
+        seeds: Vec<u64>,
+        /// Pool the committed result files only; run nothing.
+        #[arg(long)]
+        pool_only: bool,
+        /// Extra arguments for `mentor experiment` (after `--`).
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
     /// Build the `mentor-rl` Python wheel (dev profile, maturin pinned in a private venv),
     /// install it into a fresh venv and run the binding tests; prints the wheel's path last.
     Python {
@@ -172,6 +201,15 @@ fn main() {
                 "rescue-gsm8k-smollm2"
             };
             rescue::rescue(preset, probe, &args)
+        }
+        Command::Experiment { which: _, sweep, arms, seeds, pool_only, args } => {
+            experiment::experiment(&experiment::Plan {
+                sweep,
+                arms: &arms,
+                seeds: &seeds,
+                pool_only,
+                extra: &args,
+            })
         }
         Command::Trl { quick, trl, args } => {
             assets::setup().and_then(|dir| trl::run_trl(&dir, &trl::Which::parse(&trl), quick, &args))

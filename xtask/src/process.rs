@@ -17,6 +17,15 @@ pub fn repo_root() -> PathBuf {
     manifest.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Cargo's target directory (`$CARGO_TARGET_DIR`, relative to the repository, or
+/// `<repo>/target`).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|p| if p.is_absolute() { p } else { repo_root().join(p) })
+        .unwrap_or_else(|| repo_root().join("target"))
+}
+
 /// `cargo` as invoked us, run in the repository root.
 pub fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));

@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use mentor_core::assets::AssetDir;
 
-use crate::process::{python as python3, repo_root, run, run_quiet};
+use crate::process::{python as python3, repo_root, run, run_quiet, target_dir};
 use crate::venv::PY_HINT;
 
 /// The private venv holding the pinned maturin (its name changes with the pin).
@@ -69,14 +69,6 @@ pub fn build_and_test(dir: &AssetDir) -> Result<PathBuf> {
     let wheel = build_wheel(dir)?;
     test_wheel(dir, &wheel)?;
     Ok(wheel)
-}
-
-/// The cargo target dir (`CARGO_TARGET_DIR`, else `<repo>/target`).
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .map(|p| if p.is_absolute() { p } else { repo_root().join(p) })
-        .unwrap_or_else(|| repo_root().join("target"))
 }
 
 pub(crate) fn build_wheel(dir: &AssetDir) -> Result<PathBuf> {

@@ -6,12 +6,11 @@
 //! `cargo xtask test` does (so the build is shared), then runs `mentor --threads 2 rescue`
 //! from the repository root, so the results land in `runs/rescue-<set>-smollm2/`.
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::process::{cargo, repo_root, run};
+use crate::process::{cargo, repo_root, run, target_dir};
 
 /// Runs the measurement (`mentor probe` with `probe`); `extra` goes to `mentor rescue` or
 /// `mentor probe` (e.g. `--set rescue.collapsed=20`).
@@ -31,12 +30,4 @@ pub fn rescue(preset: &str, probe: bool, extra: &[String]) -> Result<()> {
     run(&mut cmd, &format!("mentor {sub}"))?;
     eprintln!("==> {sub} done in {:.1} min", t0.elapsed().as_secs_f64() / 60.0);
     Ok(())
-}
-
-/// Cargo's target directory (`$CARGO_TARGET_DIR` or `<repo>/target`).
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .map(|p| if p.is_absolute() { p } else { repo_root().join(p) })
-        .unwrap_or_else(|| Path::new(&repo_root()).join("target"))
 }

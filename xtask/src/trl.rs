@@ -31,7 +31,8 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use mentor_core::assets::AssetDir;
 
-use crate::bench_policy::{set_threads, target_dir};
+use crate::bench_policy::set_threads;
+use crate::process::target_dir;
 use crate::process::{repo_root, run, run_quiet};
 
 /// Which end of the supported TRL range a run uses.

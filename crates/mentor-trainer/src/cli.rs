@@ -60,7 +60,7 @@ pub(crate) enum Command {
 }
 
 /// Arguments of `mentor experiment`.
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct ExperimentArgs {
     /// Config file or preset: every run's settings but its arm and seed.
     #[arg(long)]
@@ -87,6 +87,19 @@ pub struct ExperimentArgs {
     /// Pool the result files only; run nothing.
     #[arg(long)]
     pub pool_only: bool,
+    /// A sweep of one setting, `KEY=V1,V2,..` (e.g. `grpo.learning_rate=3e-6,1e-5,3e-5`): the
+    /// arms × seeds run for each value, its results in `<results>/<value>/`, then
+    /// `<results>/sweep.md` applies the rule: the largest value whose train reward rises (mean
+    /// of the last `--sweep-window` steps above the first's) while its final greedy pass@1 on
+    /// `--sweep-set` does not fall below step 0's.
+    #[arg(long, value_name = "KEY=V1,V2,..")]
+    pub sweep: Option<String>,
+    /// The evaluation set the sweep's rule reads.
+    #[arg(long, default_value = "same_templates")]
+    pub sweep_set: String,
+    /// Steps averaged at each end of the train reward curve by the sweep's rule.
+    #[arg(long, default_value_t = 10)]
+    pub sweep_window: usize,
 }
 
 /// Arguments of `mentor probe`.

@@ -60,9 +60,9 @@ pub struct Sampled {
     pub samples: usize,
     /// Sampling temperature.
     pub temperature: f64,
-    /// pass@k on the first this many problems only (0: all of them): sampled evaluation costs
-    /// `samples` times greedy's, so a set can measure it on a prefix.
-    pub problems: usize,
+    /// pass@k on the first this many problems only (`None`: all of them; `Some(0)`: none):
+    /// sampled evaluation costs `samples` times greedy's, so a set can measure it on a prefix.
+    pub problems: Option<usize>,
 }
 
 /// The unbiased pass@k estimator of Chen et al. (2021) for one problem with `c` correct
@@ -96,8 +96,8 @@ fn generate_all(policy: &Policy, tasks: &[Task], n: usize, cfg: &GenerateConfig)
 }
 
 /// Evaluates `tasks` (one level's set): greedy pass@1, and pass@k and mean@k from
-/// `sampled.samples` completions per problem of the first `sampled.problems` (0: all) when
-/// `sampled.k > 0`, drawn from `seed`.
+/// `sampled.samples` completions per problem of the first `sampled.problems` (`None`: all)
+/// when `sampled.k > 0`, drawn from `seed`.
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     policy: &Policy,
@@ -121,10 +121,11 @@ pub fn evaluate(
     let n = tasks.len();
     let pass1 = pass as f64 / n.max(1) as f64;
     let sampled_tasks = match sampled.problems {
-        0 => tasks,
-        m => &tasks[..m.min(n)],
+        None => tasks,
+        Some(m) => &tasks[..m.min(n)],
     };
-    let (passk, meank, right) = if k > 0 {
+    let measured = k > 0 && !sampled_tasks.is_empty();
+    let (passk, meank, right) = if measured {
         let tasks = sampled_tasks;
         let cfg = GenerateConfig {
             sampler: Sampler { temperature, top_p: 1.0, top_k: 0 },
@@ -152,11 +153,11 @@ pub fn evaluate(
         level,
         n,
         pass1,
-        k,
+        k: if measured { k } else { 0 },
         passk,
-        samples: if k > 0 { samples } else { 0 },
+        samples: if measured { samples } else { 0 },
         meank,
-        passk_n: (k > 0 && sampled_tasks.len() < n).then_some(sampled_tasks.len()),
+        passk_n: (measured && sampled_tasks.len() < n).then_some(sampled_tasks.len()),
         right,
         correct,
         set: None,

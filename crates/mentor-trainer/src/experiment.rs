@@ -483,6 +483,110 @@ pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
     }
 }
 
+/// One value of a sweep, judged by the sweep's rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    /// The value, as given.
+    pub value: String,
+    /// Runs of it pooled (arms × seeds that finished).
+    pub runs: usize,
+    /// Mean train reward over the first `window` steps and over the last `window`, averaged
+    /// over the runs.
+    pub reward: [f64; 2],
+    /// The last window's mean is above the first's.
+    pub rises: bool,
+    /// Greedy pass@1 on the rule's set at step 0 and at the end, averaged over the runs.
+    pub pass1: Option<[f64; 2]>,
+    /// The final pass@1 is not below step 0's.
+    pub holds: bool,
+    /// The rule's choice: the largest value that rises and holds.
+    pub chosen: bool,
+}
+
+/// The sweep's rule over `values` (each value with its finished runs): for each, the train
+/// reward's mean over the first and the last `window` steps and the greedy pass@1 on `set` at
+/// step 0 and at the end; the chosen value is the largest (as a number) whose reward rises
+/// and whose pass@1 does not fall. A value without a finished run, or without the set, is
+/// never chosen.
+pub fn sweep(values: &[(String, Vec<ResultFile>)], set: &str, window: usize) -> Vec<SweepRow> {
+    let window = window.max(1);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let mut rows: Vec<SweepRow> = values
+        .iter()
+        .map(|(value, runs)| {
+            let ends: Vec<[f64; 2]> = runs
+                .iter()
+                .filter(|r| !r.steps.is_empty())
+                .map(|r| {
+                    let rewards: Vec<f64> = r.steps.iter().map(|s| s.mean_reward).collect();
+                    let w = window.min(rewards.len());
+                    [mean(&rewards[..w]), mean(&rewards[rewards.len() - w..])]
+                })
+                .collect();
+            let reward = [
+                mean(&ends.iter().map(|e| e[0]).collect::<Vec<_>>()),
+                mean(&ends.iter().map(|e| e[1]).collect::<Vec<_>>()),
+            ];
+            let pass: Vec<[f64; 2]> = runs
+                .iter()
+                .filter_map(|r| {
+                    let start = r.evals.iter().find(|e| e.set == set && e.step == 0)?.pass1;
+                    let end = r.final_eval(set).filter(|e| e.step > 0)?.pass1;
+                    Some([start, end])
+                })
+                .collect();
+            let pass1 = (!pass.is_empty()).then(|| {
+                [
+                    mean(&pass.iter().map(|p| p[0]).collect::<Vec<_>>()),
+                    mean(&pass.iter().map(|p| p[1]).collect::<Vec<_>>()),
+                ]
+            });
+            let rises = !ends.is_empty() && reward[1] > reward[0];
+            let holds = pass1.is_some_and(|[a, b]| b >= a);
+            SweepRow { value: value.clone(), runs: runs.len(), reward, rises, pass1, holds, chosen: false }
+        })
+        .collect();
+    let number = |v: &str| v.trim().parse::<f64>().unwrap_or(f64::NAN);
+    let best = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.rises && r.holds && number(&r.value).is_finite())
+        .max_by(|a, b| number(&a.1.value).total_cmp(&number(&b.1.value)))
+        .map(|(i, _)| i);
+    if let Some(i) = best {
+        rows[i].chosen = true;
+    }
+    rows
+}
+
+/// The sweep's table as Markdown.
+pub fn sweep_markdown(key: &str, set: &str, window: usize, rows: &[SweepRow]) -> String {
+    let mut s = format!(
+        "Sweep of `{key}`. Rule (fixed before the runs): the largest value whose train reward rises \
+         (mean of the last {window} steps above the first {window}'s) while its final greedy pass@1 \
+         on `{set}` does not fall below step 0's.\n\n| {key} | runs | reward, first {window} | last {window} | rises | {set} pass@1, step 0 | end | holds | chosen |\n|---|---|---|---|---|---|---|---|---|\n"
+    );
+    for r in rows {
+        let (p0, p1) =
+            r.pass1.map_or(("–".into(), "–".into()), |[a, b]| (format!("{a:.3}"), format!("{b:.3}")));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.3} | {:.3} | {} | {p0} | {p1} | {} | {} |",
+            r.value,
+            r.runs,
+            r.reward[0],
+            r.reward[1],
+            if r.rises { "yes" } else { "no" },
+            if r.holds { "yes" } else { "no" },
+            if r.chosen { "**chosen**" } else { "" }
+        );
+    }
+    if !rows.iter().any(|r| r.chosen) {
+        s.push_str("\nNo value meets the rule.\n");
+    }
+    s
+}
+
 /// The learning curves of every run as SVG files, `(file name, text)`: train reward, the
 /// zero-reward fraction and the rows trained on per step, one line per arm and seed.
 pub fn curves(results: &[ResultFile]) -> Result<Vec<(String, String)>> {
@@ -732,6 +836,51 @@ mod tests {
             assert_ne!(strokes[0], strokes[1], "the arms' colours differ");
             assert!(svg.contains("mentor-s0") && svg.contains("vanilla-s0"));
         }
+    }
+
+    /// Three values of one seed on four steps, window 2. 1e-6: rewards 0.1, 0.1, 0.1, 0.1 (does
+    /// not rise); 1e-5: 0.1, 0.1, 0.2, 0.3 (rises: 0.25 > 0.1), pass@1 0 → 0.5 (holds); 1e-4:
+    /// rises more but pass@1 falls 0.5 → 0.25 (evaluated at step 0 on all-true outcomes). The
+    /// rule picks 1e-5, not 1e-4, though 1e-4 is larger.
+    #[test]
+    fn the_sweep_takes_the_largest_value_that_rises_and_holds() {
+        let run = |rewards: [f64; 4], start: &[bool], end: &[bool]| {
+            let mut r = result("vanilla", 0, end);
+            r.evals[0].correct = start.to_vec();
+            r.evals[0].pass1 = start.iter().filter(|c| **c).count() as f64 / start.len() as f64;
+            r.steps = rewards
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| StepLine {
+                    step: i,
+                    mean_reward: m,
+                    zrf: 0.0,
+                    intervened: 0,
+                    rescued: 0,
+                    rows: 0,
+                    extra_rollouts: 0,
+                    hint_tokens: 0,
+                    rescued_tokens: [0, 0],
+                })
+                .collect();
+            r
+        };
+        let (t, f) = (true, false);
+        let values = vec![
+            ("1e-6".to_string(), vec![run([0.1; 4], &[f, f], &[f, f])]),
+            ("1e-5".to_string(), vec![run([0.1, 0.1, 0.2, 0.3], &[f, f], &[t, f])]),
+            ("1e-4".to_string(), vec![run([0.1, 0.1, 0.4, 0.6], &[t, f, t, f], &[t, f, f, f])]),
+            ("3e-4".to_string(), Vec::new()),
+        ];
+        let rows = sweep(&values, "new_templates", 2);
+        let chosen: Vec<&str> = rows.iter().filter(|r| r.chosen).map(|r| r.value.as_str()).collect();
+        assert_eq!(chosen, ["1e-5"]);
+        assert!(!rows[0].rises && rows[0].holds);
+        assert!(rows[1].rises && rows[1].holds && (rows[1].reward[1] - 0.25).abs() < 1e-12);
+        assert!(rows[2].rises && !rows[2].holds && rows[2].pass1 == Some([0.5, 0.25]));
+        assert!(!rows[3].rises && !rows[3].holds && rows[3].runs == 0);
+        let md = sweep_markdown("grpo.learning_rate", "new_templates", 2, &rows);
+        assert!(md.contains("| 1e-5 | 1 | 0.100 | 0.250 | yes | 0.000 | 0.500 | yes | **chosen** |"), "{md}");
     }
 
     #[test]

@@ -17,6 +17,51 @@ use crate::train::{start_eval, train, TrainOptions};
 
 /// Runs `mentor experiment`.
 pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
+    let Some(spec) = &args.sweep else {
+        let md = one_experiment(args, threads)?;
+        print!("{md}");
+        return Ok(());
+    };
+    let (key, values) = spec
+        .split_once('=')
+        .map(|(k, v)| (k.trim(), v.split(',').map(str::trim).filter(|v| !v.is_empty()).collect::<Vec<_>>()))
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .with_context(|| {
+            format!("--sweep `{spec}`: expected KEY=V1,V2,.. (e.g. grpo.learning_rate=3e-6,1e-5)")
+        })?;
+    let mut judged = Vec::new();
+    for value in &values {
+        let mut sub = args.clone();
+        sub.results = args.results.join(value);
+        sub.runs = args.runs.join(value);
+        sub.sets.push(format!("{key}={value}"));
+        eprintln!("experiment: sweep {key} = {value} → {}", sub.results.display());
+        let has_results = sub.results.is_dir()
+            && !experiment::read_results(&sub.results)
+                .with_context(|| format!("reading {}", sub.results.display()))?
+                .is_empty();
+        if !args.pool_only || has_results {
+            one_experiment(&sub, threads)?;
+        }
+        let results = if sub.results.is_dir() { experiment::read_results(&sub.results)? } else { Vec::new() };
+        judged.push((value.to_string(), results));
+    }
+    let rows = experiment::sweep(&judged, &args.sweep_set, args.sweep_window);
+    crate::jsonl::write_json(&args.results.join("sweep.json"), &rows)?;
+    let md = experiment::sweep_markdown(key, &args.sweep_set, args.sweep_window, &rows);
+    crate::jsonl::write_atomic(&args.results.join("sweep.md"), md.as_bytes())?;
+    print!("{md}");
+    eprintln!(
+        "experiment: sweep of {key} over {} values → {}",
+        values.len(),
+        args.results.join("sweep.md").display()
+    );
+    Ok(())
+}
+
+/// The missing runs of one experiment (unless `--pool-only`), then every result file in
+/// `args.results` pooled; returns the pooled table.
+fn one_experiment(args: &ExperimentArgs, threads: Option<usize>) -> Result<String> {
     std::fs::create_dir_all(&args.results)
         .with_context(|| format!("creating the results directory {}", args.results.display()))?;
     let stop = super::progress::stop_flag();
@@ -60,13 +105,12 @@ pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
     }
     let md = experiment::markdown(&pooled);
     crate::jsonl::write_atomic(&args.results.join("pooled.md"), md.as_bytes())?;
-    print!("{md}");
     eprintln!(
         "experiment: {} result files pooled → {}",
         results.len(),
         args.results.join("pooled.md").display()
     );
-    Ok(())
+    Ok(md)
 }
 
 /// The config of one arm and seed, its run directory under `args.runs`.

@@ -39,8 +39,8 @@ pub struct NamedSet {
     pub tasks: String,
     /// Problems in the set (the first `n`).
     pub n: usize,
-    /// pass@k (when `eval.k > 0`) on the first this many problems only (absent: all `n`);
-    /// greedy pass@1 is on all `n`.
+    /// pass@k (when `eval.k > 0`) on the first this many problems only (absent: all `n`; 0:
+    /// none, e.g. for a far-transfer slice); greedy pass@1 is on all `n`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passk_n: Option<usize>,
 }
@@ -66,8 +66,8 @@ impl EvalSection {
             if set.n == 0 {
                 return invalid(&format!("{field}.n"), "0 (give the number of problems)");
             }
-            if let Some(m) = set.passk_n.filter(|&m| m == 0 || m > set.n) {
-                return invalid(&format!("{field}.passk_n"), format!("{m}: give 1 to n = {}", set.n));
+            if let Some(m) = set.passk_n.filter(|&m| m > set.n) {
+                return invalid(&format!("{field}.passk_n"), format!("{m}: more than n = {}", set.n));
             }
         }
         if self.samples > 0 && self.samples < self.k {

@@ -86,6 +86,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("rescue-mbpp-smollm2", include_str!("../../configs/rescue-mbpp-smollm2.toml")),
     ("rescue-arith-smollm2", include_str!("../../configs/rescue-arith-smollm2.toml")),
     ("rescue-heldout-smollm2", include_str!("../../configs/rescue-heldout-smollm2.toml")),
+    ("edge-smollm2", include_str!("../../configs/edge-smollm2.toml")),
 ];
 
 impl TrainConfig {

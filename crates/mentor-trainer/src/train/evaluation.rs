@@ -24,8 +24,8 @@ pub struct EvalSet {
     pub name: Option<String>,
     /// Its tasks, in evaluation order.
     pub tasks: Vec<Task>,
-    /// pass@k on the first this many tasks (0: all).
-    pub passk_n: usize,
+    /// pass@k on the first this many tasks (`None`: all).
+    pub passk_n: Option<usize>,
 }
 
 /// The evaluation sets: the curriculum's levels, or `data.eval` and every `[[eval.sets]]`.
@@ -38,19 +38,19 @@ pub fn eval_sets(cfg: &TrainConfig, tasks: &Tasks) -> Vec<EvalSet> {
                 level: l,
                 name: None,
                 tasks: cfg.curriculum.tasks(curriculum_eval_seed(cfg), l, cfg.eval.problems, "eval"),
-                passk_n: 0,
+                passk_n: None,
             })
             .collect(),
         Tasks::Dataset { eval, named, .. } => {
             let mut out = Vec::new();
             if !eval.is_empty() {
-                out.push(EvalSet { level: 0, name: None, tasks: eval.clone(), passk_n: 0 });
+                out.push(EvalSet { level: 0, name: None, tasks: eval.clone(), passk_n: None });
             }
             out.extend(named.iter().map(|(name, tasks)| EvalSet {
                 level: 0,
                 name: Some(name.clone()),
                 tasks: tasks.clone(),
-                passk_n: cfg.eval.sets.iter().find(|s| &s.name == name).and_then(|s| s.passk_n).unwrap_or(0),
+                passk_n: cfg.eval.sets.iter().find(|s| &s.name == name).and_then(|s| s.passk_n),
             }));
             out
         }
