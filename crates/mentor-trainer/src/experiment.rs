@@ -495,6 +495,9 @@ pub struct SweepRow {
     pub reward: [f64; 2],
     /// The last window's mean is above the first's.
     pub rises: bool,
+    /// The regime at the start: step 0's train reward (the unhinted sampled pass@1) and
+    /// zero-reward fraction, averaged over the runs.
+    pub step0: [f64; 2],
     /// Greedy pass@1 on the rule's set at step 0 and at the end, averaged over the runs.
     pub pass1: Option<[f64; 2]>,
     /// The final pass@1 is not below step 0's.
@@ -542,8 +545,22 @@ pub fn sweep(values: &[(String, Vec<ResultFile>)], set: &str, window: usize) -> 
                 ]
             });
             let rises = !ends.is_empty() && reward[1] > reward[0];
+            let firsts: Vec<&StepLine> = runs.iter().filter_map(|r| r.steps.first()).collect();
+            let step0 = [
+                mean(&firsts.iter().map(|s| s.mean_reward).collect::<Vec<_>>()),
+                mean(&firsts.iter().map(|s| s.zrf).collect::<Vec<_>>()),
+            ];
             let holds = pass1.is_some_and(|[a, b]| b >= a);
-            SweepRow { value: value.clone(), runs: runs.len(), reward, rises, pass1, holds, chosen: false }
+            SweepRow {
+                value: value.clone(),
+                runs: runs.len(),
+                reward,
+                rises,
+                step0,
+                pass1,
+                holds,
+                chosen: false,
+            }
         })
         .collect();
     let number = |v: &str| v.trim().parse::<f64>().unwrap_or(f64::NAN);
@@ -564,16 +581,19 @@ pub fn sweep_markdown(key: &str, set: &str, window: usize, rows: &[SweepRow]) ->
     let mut s = format!(
         "Sweep of `{key}`. Rule (fixed before the runs): the largest value whose train reward rises \
          (mean of the last {window} steps above the first {window}'s) while its final greedy pass@1 \
-         on `{set}` does not fall below step 0's.\n\n| {key} | runs | reward, first {window} | last {window} | rises | {set} pass@1, step 0 | end | holds | chosen |\n|---|---|---|---|---|---|---|---|---|\n"
+         on `{set}` does not fall below step 0's. Step 0's train reward and zero-reward fraction \
+         are the regime the runs start in.\n\n| {key} | runs | step 0 reward | step 0 ZRF | reward, first {window} | last {window} | rises | {set} pass@1, step 0 | end | holds | chosen |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
     );
     for r in rows {
         let (p0, p1) =
             r.pass1.map_or(("–".into(), "–".into()), |[a, b]| (format!("{a:.3}"), format!("{b:.3}")));
         let _ = writeln!(
             s,
-            "| {} | {} | {:.3} | {:.3} | {} | {p0} | {p1} | {} | {} |",
+            "| {} | {} | {:.3} | {:.2} | {:.3} | {:.3} | {} | {p0} | {p1} | {} | {} |",
             r.value,
             r.runs,
+            r.step0[0],
+            r.step0[1],
             r.reward[0],
             r.reward[1],
             if r.rises { "yes" } else { "no" },
@@ -880,7 +900,12 @@ mod tests {
         assert!(rows[2].rises && !rows[2].holds && rows[2].pass1 == Some([0.5, 0.25]));
         assert!(!rows[3].rises && !rows[3].holds && rows[3].runs == 0);
         let md = sweep_markdown("grpo.learning_rate", "new_templates", 2, &rows);
-        assert!(md.contains("| 1e-5 | 1 | 0.100 | 0.250 | yes | 0.000 | 0.500 | yes | **chosen** |"), "{md}");
+        assert!(
+            md.contains(
+                "| 1e-5 | 1 | 0.100 | 0.00 | 0.100 | 0.250 | yes | 0.000 | 0.500 | yes | **chosen** |"
+            ),
+            "{md}"
+        );
     }
 
     #[test]
