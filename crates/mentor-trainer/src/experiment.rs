@@ -610,21 +610,50 @@ pub fn sweep_markdown(key: &str, set: &str, window: usize, rows: &[SweepRow]) ->
 /// The learning curves of every run as SVG files, `(file name, text)`: train reward, the
 /// zero-reward fraction and the rows trained on per step, one line per arm and seed.
 pub fn curves(results: &[ResultFile]) -> Result<Vec<(String, String)>> {
-    type Of = fn(&StepLine) -> f64;
-    let charts: [(&str, &str, &str, (f64, f64), Of); 3] = [
-        ("curve_reward.svg", "Training reward", "mean reward", (0.0, 0.3), |s| s.mean_reward),
-        ("curve_zrf.svg", "Zero-reward fraction", "groups with every attempt failed", (0.0, 1.0), |s| s.zrf),
-        ("curve_rows.svg", "Rows trained on per step", "rows", (0.0, 1.0), |s| s.rows as f64),
+    /// One chart: its file, title, y label, the y range always shown, and the number.
+    struct Spec {
+        file: &'static str,
+        title: &'static str,
+        label: &'static str,
+        base: (f64, f64),
+        of: fn(&StepLine) -> f64,
+    }
+    let specs = [
+        Spec {
+            file: "curve_reward.svg",
+            title: "Training reward",
+            label: "mean reward",
+            base: (0.0, 0.3),
+            of: |s| s.mean_reward,
+        },
+        Spec {
+            file: "curve_zrf.svg",
+            title: "Zero-reward fraction",
+            label: "groups with every attempt failed",
+            base: (0.0, 1.0),
+            of: |s| s.zrf,
+        },
+        Spec {
+            file: "curve_rows.svg",
+            title: "Rows trained on per step",
+            label: "rows",
+            base: (0.0, 1.0),
+            of: |s| s.rows as f64,
+        },
     ];
-    charts
-        .into_iter()
-        .map(|(file, title, label, base, of)| {
-            let lines: Vec<(&str, u64, Vec<(f64, f64)>)> = results
+    specs
+        .iter()
+        .map(|spec| {
+            let lines: Vec<crate::report::Curve<'_>> = results
                 .iter()
-                .map(|r| (r.arm.as_str(), r.seed, r.steps.iter().map(|s| (s.step as f64, of(s))).collect()))
+                .map(|r| crate::report::Curve {
+                    arm: &r.arm,
+                    seed: r.seed,
+                    points: r.steps.iter().map(|s| (s.step as f64, (spec.of)(s))).collect(),
+                })
                 .collect();
-            let chart = crate::report::curves_chart(file, title, label, base, &lines);
-            Ok((file.to_string(), crate::report::render_svg(&chart)?))
+            let chart = crate::report::curves_chart(spec.file, spec.title, spec.label, spec.base, &lines);
+            Ok((spec.file.to_string(), crate::report::render_svg(&chart)?))
         })
         .collect()
 }

@@ -29,6 +29,14 @@ pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
         .with_context(|| {
             format!("--sweep `{spec}`: expected KEY=V1,V2,.. (e.g. grpo.learning_rate=3e-6,1e-5)")
         })?;
+    if let Some(bad) =
+        values.iter().find(|v| !v.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)))
+    {
+        anyhow::bail!("--sweep value `{bad}`: each value names a directory, so letters, digits, `.`, `_`, `+`, `-` only");
+    }
+    if ["strategy.arm", "run.seed", "run.name", "run.output_dir"].contains(&key) {
+        anyhow::bail!("--sweep {key}: the experiment sets it per run (sweep --arms or --seeds instead)");
+    }
     let mut judged = Vec::new();
     for value in &values {
         let mut sub = args.clone();

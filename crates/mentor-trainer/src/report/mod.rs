@@ -25,7 +25,7 @@ pub use hints::{hint_tables, ArmHints};
 pub use load::{load_run, load_runs_under, RunData};
 pub use paired::{paired_summary, Bootstrap, PairedSummary};
 pub use plot::arm_color;
-pub(crate) use plot::{curves_chart, render_svg};
+pub(crate) use plot::{curves_chart, render_svg, Curve};
 pub use stats::{arm_table, run_stats, Agg, ArmRow, RunStats};
 
 /// Name of the Markdown file written by [`write_report`].

@@ -211,6 +211,13 @@ fn step_chart(runs: &[&RunData], metric: &StepMetric) -> Chart {
     }
 }
 
+/// One run's line in [`curves_chart`]: its arm, its seed and its `(step, value)` points.
+pub(crate) struct Curve<'a> {
+    pub arm: &'a str,
+    pub seed: u64,
+    pub points: Vec<(f64, f64)>,
+}
+
 /// A chart of one number over the training steps, one line per (arm, seed) — smoothed as
 /// the report's step charts are, coloured by arm, its stroke by seed — for an experiment's
 /// pooled result files, whose run directories may be gone.
@@ -219,19 +226,19 @@ pub(crate) fn curves_chart(
     title: &str,
     y_label: &str,
     y_base: (f64, f64),
-    lines: &[(&str, u64, Vec<(f64, f64)>)],
+    lines: &[Curve<'_>],
 ) -> Chart {
     const STROKES: [Stroke; 4] = [Stroke::Solid, Stroke::Dashed, Stroke::Dotted, Stroke::DashDot];
     let series = lines
         .iter()
-        .map(|(arm, seed, points)| {
-            let (r, g, b) = arm_color(arm);
+        .map(|c| {
+            let (r, g, b) = arm_color(c.arm);
             Series {
-                label: clean_label(&format!("{arm}-s{seed}")),
+                label: clean_label(&format!("{}-s{}", c.arm, c.seed)),
                 color: RGBColor(r, g, b),
-                dash: STROKES[(*seed % 4) as usize],
+                dash: STROKES[(c.seed % 4) as usize],
                 width: 2,
-                points: smooth(points, SMOOTH_WINDOW),
+                points: smooth(&c.points, SMOOTH_WINDOW),
             }
         })
         .collect();
