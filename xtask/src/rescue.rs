@@ -2,7 +2,7 @@
 //! GSM8K preset, the MBPP one with `--mbpp`, the arithmetic one at the learner's edge with
 //! `--arith`; with `--probe`, `mentor probe` on the preset:
 //! the search for the regime where the learner sometimes succeeds), sized for 20 minutes on 2 CPU cores (100
-//! collapsed GSM8K problems, 12.5 min measured; see docs/RESULTS.md). Builds the binaries as
+//! collapsed GSM8K problems, 12.5 min measured; see docs/history.md). Builds the binaries as
 //! `cargo xtask test` does (so the build is shared), then runs `mentor --threads 2 rescue`
 //! from the repository root, so the results land in `runs/rescue-<set>-smollm2/`.
 

@@ -207,6 +207,25 @@ fn the_readme_crate_table_lists_every_workspace_crate() {
     }
 }
 
+/// docs/PERFORMANCE.md and docs/RESULTS.md are references (the current figures and results,
+/// each with its command, box and date), not work logs: superseded entries go to
+/// docs/history.md, and the two stay short enough to read.
+#[test]
+fn the_reference_docs_stay_references() {
+    for (doc, cap) in [("docs/PERFORMANCE.md", 250), ("docs/RESULTS.md", 300)] {
+        let text = std::fs::read_to_string(repo_root().join(doc)).unwrap();
+        let lines = text.lines().count();
+        assert!(
+            lines <= cap,
+            "{doc} has {lines} lines (at most {cap}): move superseded entries to docs/history.md"
+        );
+        for line in text.lines().filter(|l| l.starts_with('#')) {
+            let dated_log = line.trim_start_matches('#').trim().chars().take(4).all(|c| c.is_ascii_digit());
+            assert!(!dated_log, "{doc}: `{line}` is a work-log heading; name the figure, date it in its row");
+        }
+    }
+}
+
 /// A newcomer reads the README in five minutes: under 150 lines, the requirements, both commands
 /// and the crate table in it; measurements belong in docs/RESULTS.md and docs/PERFORMANCE.md.
 #[test]

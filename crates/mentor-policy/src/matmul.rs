@@ -955,7 +955,7 @@ mod simd {
         /// Largest `x` (bytes) that meets one tile of weight rows at a time; a larger `x` meets
         /// blocks of [`W_BLOCK_BYTES`], one tile's rows at a time. (Up to 256 KiB, which kept
         /// decoding's whole `x` in L2 and read it from there once per tile, was slower at 27 to
-        /// 64 rows: SmolLM2-135M's shapes on the Intel Xeon box of docs/PERFORMANCE.md, weights
+        /// 64 rows: SmolLM2-135M's shapes on the Intel Xeon box of docs/history.md, weights
         /// from memory, 2 threads, best of three alternating runs: 1.06-1.22x on the LM head
         /// and gate and up projections with the AVX-512 tile, 1.05-1.09x at 32 rows with the
         /// AVX2 tile alone; the other projections, and 4 or 8 rows, within the noise.)
@@ -978,7 +978,7 @@ mod simd {
         /// reads its block from memory, so before, memory sat idle while the later groups
         /// computed; now it fills the next block meanwhile. (SmolLM2-135M's shapes at 32 rows,
         /// weights from memory, AVX-512 tile, 2 threads on the Intel Xeon box of
-        /// docs/PERFORMANCE.md, 7 alternating rounds: time with/without 0.88 on the LM head,
+        /// docs/history.md, 7 alternating rounds: time with/without 0.88 on the LM head,
         /// 0.90 on gate and up, 0.91 on 576 x 576, 0.96 on k and v, 0.99 on down.) Nothing
         /// without a later group, where nothing computes while memory is read.
         pub(super) struct NextBlock {

@@ -90,9 +90,6 @@ pub enum Error {
     /// Something needed is missing (an asset, a feature).
     #[error("{0}")]
     Missing(String),
-    /// Loading runs or drawing a chart failed.
-    #[error(transparent)]
-    Report(#[from] crate::report::ReportError),
 }
 
 /// Result alias.

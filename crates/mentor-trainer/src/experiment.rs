@@ -609,7 +609,9 @@ pub fn sweep_markdown(key: &str, set: &str, window: usize, rows: &[SweepRow]) ->
 
 /// The learning curves of every run as SVG files, `(file name, text)`: train reward, the
 /// zero-reward fraction and the rows trained on per step, one line per arm and seed.
-pub fn curves(results: &[ResultFile]) -> Result<Vec<(String, String)>> {
+pub fn curves(
+    results: &[ResultFile],
+) -> std::result::Result<Vec<(String, String)>, crate::report::ReportError> {
     /// One chart: its file, title, y label, the y range always shown, and the number.
     struct Spec {
         file: &'static str,

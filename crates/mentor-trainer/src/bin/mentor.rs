@@ -3,7 +3,7 @@
 // mimalloc, tuned per subcommand below: commands that free and reallocate the same buffers
 // (training) never purge freed memory; `rescue` and `serve`, whose buffers vary in shape,
 // purge by resetting pages instead of decommitting them. Why, with the measurements:
-// docs/PERFORMANCE.md (mentor-policy: the allocator; `mentor rescue` and the purge). Wrapped
+// docs/PERFORMANCE.md ("Allocator and threads"). Wrapped
 // in `Counted`, which counts live bytes for the reports beside the resident set size.
 #[global_allocator]
 static GLOBAL: mentor_trainer::Counted<mimalloc::MiMalloc> = mentor_trainer::Counted(mimalloc::MiMalloc);
