@@ -4,16 +4,11 @@
 use mentor_core::{Task, Verifier};
 use mentor_policy::Policy;
 
-use super::tasks::Tasks;
+use super::tasks::{curriculum_eval_seed, Tasks};
 use crate::config::TrainConfig;
 use crate::error::Result;
 use crate::eval::{evaluate, EvalRow};
 use crate::seed::mix;
-
-/// The seed of a curriculum run's evaluation sets (one per run seed, shared by its arms).
-pub fn curriculum_eval_seed(cfg: &TrainConfig) -> u64 {
-    mix(&[cfg.run.seed, 0xe7a1])
-}
 
 /// One evaluation set: a curriculum level, the held-out split, or a named set of `[[eval.sets]]`.
 #[derive(Debug, Clone, PartialEq)]

@@ -229,17 +229,18 @@ pub(super) fn step_tasks(cfg: &TrainConfig, tasks: &Tasks, step: usize) -> Vec<T
     }
 }
 
+/// The seed of a curriculum run's evaluation sets (one per run seed, shared by its arms):
+/// here, below the evaluation that draws them, because a pool leaves them out.
+pub fn curriculum_eval_seed(cfg: &TrainConfig) -> u64 {
+    mix(&[cfg.run.seed, 0xe7a1])
+}
+
 /// The training pool of `level` when `curriculum.pool > 0`: that many distinct problems, none
 /// of them in the run's evaluation set of that level, with stable ids `pool-L<level>-<i>`, so
 /// a task comes back every epoch and the per-task hint memory sees it again.
 pub fn pool(cfg: &TrainConfig, level: u32) -> Vec<Task> {
     let held_out: std::collections::HashSet<String> = if cfg.eval_levels().contains(&level) {
-        let tasks = cfg.curriculum.tasks(
-            super::evaluation::curriculum_eval_seed(cfg),
-            level,
-            cfg.eval.problems,
-            "eval",
-        );
+        let tasks = cfg.curriculum.tasks(curriculum_eval_seed(cfg), level, cfg.eval.problems, "eval");
         tasks.iter().map(|t| t.question().to_string()).collect()
     } else {
         Default::default()
@@ -491,12 +492,7 @@ mod tests {
         assert_eq!(pool, super::pool(&cfg, hard), "seeded");
         let questions: std::collections::HashSet<&str> = pool.iter().map(|t| t.question()).collect();
         assert_eq!(questions.len(), 12, "distinct problems");
-        let eval = cfg.curriculum.tasks(
-            super::super::evaluation::curriculum_eval_seed(&cfg),
-            hard,
-            cfg.eval.problems,
-            "eval",
-        );
+        let eval = cfg.curriculum.tasks(super::curriculum_eval_seed(&cfg), hard, cfg.eval.problems, "eval");
         assert!(eval.iter().all(|t| !questions.contains(t.question())), "no evaluation problem in the pool");
         // Steps at the hard level draw from the pool only, and every task comes back.
         let first_hard = cfg.curriculum.schedule[0].steps;
