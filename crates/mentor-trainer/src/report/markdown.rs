@@ -3,14 +3,12 @@
 
 use std::fmt::Write;
 
+use super::cells::{num, small_num, MISSING};
 use super::hints::{ArmHints, HintExample, EXAMPLES_PER_CELL, NO_DIAGNOSIS};
 use super::paired::{markdown_section, PairedSummary};
 use super::plot::{known_arm_color, SMOOTH_WINDOW};
 use super::stats::{Agg, ArmRow, RunStats, DYNAMICS, REWARD, ZRF};
 use crate::config::Arm;
-
-/// Placeholder for a missing number.
-pub const MISSING: &str = "–";
 
 /// A plot to link from the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,23 +48,6 @@ fn intro(n: usize) -> String {
          unhinted evaluation at the hard level (highest evaluated level if the run has none); pass@1 is \
          greedy. Missing values are shown as {MISSING}.\n\n"
     )
-}
-
-/// Formats an optional number with 3 decimals, or [`MISSING`].
-pub fn num(x: Option<f64>) -> String {
-    match x {
-        Some(v) if v.is_finite() => format!("{v:.3}"),
-        _ => MISSING.to_string(),
-    }
-}
-
-/// Formats an optional number with 3 decimals, or in scientific notation with 3 significant
-/// digits when that would show it as 0.000 (a KL of 3e-4), or [`MISSING`].
-pub fn small_num(x: Option<f64>) -> String {
-    match x {
-        Some(v) if v.is_finite() && v != 0.0 && v.abs() < 0.0005 => format!("{v:.2e}"),
-        other => num(other),
-    }
 }
 
 /// Formats an aggregate as `mean (min–max)`, or [`MISSING`].

@@ -9,6 +9,8 @@
 //! `eval_level_<L>.svg`) in an output directory. Every file is written atomically (temp file
 //! in the same directory, then rename).
 
+mod cells;
+mod error;
 #[cfg(test)]
 mod fixtures;
 mod hints;
@@ -21,6 +23,7 @@ mod stats;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+pub use error::ReportError;
 pub use hints::{hint_tables, ArmHints};
 pub use load::{load_run, load_runs_under, RunData};
 pub use paired::{paired_summary, Bootstrap, PairedSummary};
@@ -30,36 +33,6 @@ pub use stats::{arm_table, run_stats, Agg, ArmRow, RunStats};
 
 /// Name of the Markdown file written by [`write_report`].
 pub const REPORT_FILE: &str = "report.md";
-
-/// Errors raised while loading runs or writing a report.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// Reading or writing a file failed.
-    #[error("I/O error on {}: {source}", path.display())]
-    Io {
-        /// The file or directory involved.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A JSON / JSONL file contained a malformed or invalid line.
-    #[error("{}:{line}: {message}", path.display())]
-    Parse {
-        /// The offending file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// What was wrong.
-        message: String,
-    },
-    /// [`write_report`] was called with no runs.
-    #[error("no runs to report on")]
-    NoRuns,
-    /// Rendering a plot failed.
-    #[error("plotting failed: {0}")]
-    Plot(String),
-}
 
 /// What [`write_report`] produced.
 #[derive(Debug, Clone, PartialEq)]

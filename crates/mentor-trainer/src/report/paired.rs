@@ -26,7 +26,7 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-use super::markdown::{num, MISSING};
+use super::cells::{num, MISSING};
 use super::stats::{arm_order, FinalEval, RunStats};
 use crate::config::Arm;
 use crate::stats::{quantile, resamples};
