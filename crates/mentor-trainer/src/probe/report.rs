@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::grid::{Status, HIGH, LOW};
-use super::ProbeReport;
+use super::options::ProbeReport;
 
 /// The probe's JSON, in the run directory.
 pub const JSON_FILE: &str = "probe.json";
