@@ -1,4 +1,5 @@
-//! The crate's error type: infrastructure failures and malformed input files.
+//! The crate's error types: infrastructure failures and malformed input files, and a
+//! verifier's failure to judge (below both the verdict and the `Verifier` trait that name it).
 
 use std::path::PathBuf;
 
@@ -94,4 +95,29 @@ impl DatasetError {
             DatasetError::Io { .. } | DatasetError::Empty { .. } | DatasetError::UnknownSplit { .. } => None,
         }
     }
+}
+
+/// A verifier could not judge (infrastructure failure or misuse), as opposed to judging a
+/// completion wrong, which is a [`Verdict`](crate::Verdict).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifierError {
+    /// The task's domain or harness is not one this verifier handles.
+    #[error("{verifier} cannot verify task `{task_id}`: {reason}")]
+    Unsupported {
+        /// The verifier's name.
+        verifier: &'static str,
+        /// The task.
+        task_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// The verifier's own machinery failed (sandbox could not start, runtime missing, ...).
+    #[error("{verifier} failed: {message}")]
+    Internal {
+        /// The verifier's name.
+        verifier: &'static str,
+        /// What failed, and what to do about it.
+        message: String,
+    },
 }

@@ -39,7 +39,7 @@ mod verifier;
 
 pub use completion::{Completion, FinishReason};
 pub use diagnosis::{Diagnosis, Evidence, FailureCategory, Hint, HintLevel, HintSource};
-pub use error::{DatasetError, Error, Result};
+pub use error::{DatasetError, Error, Result, VerifierError};
 pub use input_lines::{input_lines, InputLine, InputLines};
 pub use mentor::{
     Attempt, GuardRejection, Intervention, Mentor, MentorError, MentorRequest, ReferenceRewrite,
@@ -51,4 +51,4 @@ pub use verdict::{
     AnswerSource, CodeFeedback, CodeOutcome, ExceptionInfo, FailedTest, Feedback, MathFeedback, MathOutcome,
     MathRelation, Verdict,
 };
-pub use verifier::{AnswerEquivalence, Verifier, VerifierError};
+pub use verifier::{AnswerEquivalence, Verifier};

@@ -1,31 +1,6 @@
 //! The `Verifier` trait: a completion in, a reward and evidence out.
 
-use crate::{Task, Verdict};
-
-/// A verifier could not judge (infrastructure failure or misuse), as opposed to judging a
-/// completion wrong, which is a [`Verdict`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum VerifierError {
-    /// The task's domain or harness is not one this verifier handles.
-    #[error("{verifier} cannot verify task `{task_id}`: {reason}")]
-    Unsupported {
-        /// The verifier's name.
-        verifier: &'static str,
-        /// The task.
-        task_id: String,
-        /// Why.
-        reason: String,
-    },
-    /// The verifier's own machinery failed (sandbox could not start, runtime missing, ...).
-    #[error("{verifier} failed: {message}")]
-    Internal {
-        /// The verifier's name.
-        verifier: &'static str,
-        /// What failed, and what to do about it.
-        message: String,
-    },
-}
+use crate::{Task, Verdict, VerifierError};
 
 /// Judges completions of tasks. Implementations must never panic on model output and must
 /// bound their time and memory whatever the completion says.

@@ -1,11 +1,22 @@
 //! Typed access to JSON record fields with located errors.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::Loc;
 use crate::DatasetError;
+
+/// Context for located errors.
+pub(crate) struct Loc<'a> {
+    pub path: &'a Path,
+    pub line: usize,
+}
+
+impl Loc<'_> {
+    pub fn path_buf(&self) -> PathBuf {
+        self.path.to_path_buf()
+    }
+}
 
 pub(crate) fn parse_object(
     path: &Path,

@@ -19,7 +19,7 @@ mod humaneval;
 mod math500;
 mod mbpp;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +30,8 @@ pub use gsm8k::load_gsm8k;
 pub use humaneval::load_humaneval;
 pub use math500::load_math500;
 pub use mbpp::{load_mbpp, MbppSplit};
+
+pub(crate) use fields::Loc;
 
 /// The benchmark sets this crate can load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -205,18 +207,6 @@ pub(crate) fn json_array_records(path: &Path) -> Result<Vec<Record>, DatasetErro
 /// The file stem used in task ids (`test` for `gsm8k/test.jsonl`).
 pub(crate) fn stem(path: &Path) -> String {
     path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-/// Context for located errors.
-pub(crate) struct Loc<'a> {
-    pub path: &'a Path,
-    pub line: usize,
-}
-
-impl Loc<'_> {
-    pub fn path_buf(&self) -> PathBuf {
-        self.path.to_path_buf()
-    }
 }
 
 #[cfg(test)]
