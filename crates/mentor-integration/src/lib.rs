@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 mod assembly;
+mod collapse;
 mod config;
 mod error;
 mod hint_format;
@@ -36,12 +37,11 @@ mod plugin;
 mod rollout;
 
 pub use assembly::{advantages, Credit, TrainRow};
+pub use collapse::is_collapsed;
 pub use config::{Assembly, InterventionConfig, Strategy, Trigger};
 pub use error::{Error, Result};
 pub use hint_format::{hinted_prompt, BadHintFormat, HintFormat};
 pub use memory::{Entry as MemoryEntry, HintMemory};
-pub use monitor::{
-    is_collapsed, CollapseMonitor, CollapseReport, EventState, GroupOutcome, MonitorConfig, MonitorState,
-};
+pub use monitor::{CollapseMonitor, CollapseReport, EventState, GroupOutcome, MonitorConfig, MonitorState};
 pub use plugin::{FailedAttempt, InterventionRecord, Plugin, PluginState, StepMetrics, StepOutput};
 pub use rollout::{Group, Rollout, RolloutError, Sample, SampleRequest, Scored, TaskSource};

@@ -1,5 +1,6 @@
 //! The collapse monitor: per-step ZRF and zero-std fraction, and collapse events over a
-//! moving window; and [`is_collapsed`], the one rule that says whether a group failed.
+//! moving window, by [`is_collapsed`] (`collapse.rs`), the one rule that says whether a group
+//! failed.
 //!
 //! Collapse is judged on *correctness* (each sample's `passed`, [`Verdict::passed`]), never
 //! on the reward's value: with shaped rewards (the share of tests passed, a format bonus
@@ -13,30 +14,9 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use crate::collapse::is_collapsed;
 use crate::error::{Error, Result};
 use crate::rollout::Group;
-
-/// Whether a group of attempts collapsed: **no attempt passed**. `passed` holds each attempt's
-/// binary correctness ([`Verdict::passed`](mentor_core::Verdict::passed)), never a shaped
-/// reward. An empty group counts as collapsed (nothing in it passed); the plug-in never forms
-/// one.
-///
-/// This is the one predicate that decides "collapsed" and its converse "rescued" everywhere:
-/// the collapse monitor (so the training loop's choice of groups to intervene on), the
-/// plug-in's rescue test of a hinted group (rescued = the hinted group is not collapsed), the
-/// rescue study, and Python (`mentor_rl.is_collapsed`, `mentor_rl.CollapseMonitor`, and
-/// `MentorGRPOTrainer`, which feeds it the verdicts of the reward function named by
-/// `Intervention(correctness=...)`).
-///
-/// ```
-/// use mentor_integration::is_collapsed;
-///
-/// assert!(is_collapsed([false, false, false]));
-/// assert!(!is_collapsed([false, true, false]));
-/// ```
-pub fn is_collapsed(passed: impl IntoIterator<Item = bool>) -> bool {
-    !passed.into_iter().any(|p| p)
-}
 
 /// One group's outcomes as the monitor reads them: each attempt's reward (shaped or not: it
 /// feeds `zero_std_frac` and `mean_reward`) and whether it passed (which alone decides
