@@ -32,6 +32,7 @@ mod output;
 mod record;
 mod sandbox;
 mod verifier;
+mod warm_up;
 
 pub use compile_cache::{CacheStatus, LoadReport};
 pub use error::{Error, Result};
