@@ -28,6 +28,8 @@ mod bench_step;
 mod datasets;
 mod experiment;
 mod hashing;
+#[cfg(test)]
+mod import_graph;
 mod process;
 mod python;
 mod rescue;

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use crate::import_graph::{crate_sources, file_imports, find_cycle, import_paths, top_level, Source};
 use crate::process::{cargo, repo_root};
 
 /// Which crates each of ours must never reach, directly or transitively: the layering that
@@ -313,106 +314,8 @@ fn no_crate_exports_an_item_at_two_paths() {
     }
 }
 
-/// The top-level modules of the crate whose sources are in `src` (each `x.rs` or `x/`, but the
-/// crate root and `bin/`), each with the files it spans.
-fn top_level_modules(src: &std::path::Path) -> BTreeMap<String, Vec<std::path::PathBuf>> {
-    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                rust_files(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let mut mods = BTreeMap::new();
-    for e in std::fs::read_dir(src).into_iter().flatten().flatten() {
-        let p = e.path();
-        let name = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        if ["lib", "main", "bin"].contains(&name.as_str()) {
-            continue;
-        }
-        if p.is_dir() {
-            let mut files = Vec::new();
-            rust_files(&p, &mut files);
-            mods.insert(name, files);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            mods.insert(name, vec![p]);
-        }
-    }
-    mods
-}
-
-/// `module -> modules it names as crate::x`, outside its tests.
-fn module_imports(mods: &BTreeMap<String, Vec<std::path::PathBuf>>) -> BTreeMap<String, BTreeSet<String>> {
-    let mut graph = BTreeMap::new();
-    for (m, files) in mods {
-        let mut uses = BTreeSet::new();
-        for f in files {
-            let text = std::fs::read_to_string(f).unwrap_or_default();
-            let code = text.split("#[cfg(test)]").next().unwrap_or("");
-            for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-                for (i, _) in line.match_indices("crate::") {
-                    let rest = &line[i + "crate::".len()..];
-                    let name: String =
-                        rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                    if name != *m && mods.contains_key(&name) {
-                        uses.insert(name);
-                    }
-                }
-            }
-        }
-        graph.insert(m.clone(), uses);
-    }
-    graph
-}
-
-/// A cycle of `graph` (as the modules along it), if it has one.
-fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    fn visit(
-        v: &str,
-        graph: &BTreeMap<String, BTreeSet<String>>,
-        state: &mut BTreeMap<String, u8>,
-        path: &mut Vec<String>,
-    ) -> Option<Vec<String>> {
-        state.insert(v.to_string(), 1);
-        path.push(v.to_string());
-        for w in graph.get(v).into_iter().flatten() {
-            match state.get(w.as_str()).copied().unwrap_or(0) {
-                1 => {
-                    let start = path.iter().position(|p| p == w).unwrap_or(0);
-                    let mut cycle = path[start..].to_vec();
-                    cycle.push(w.clone());
-                    return Some(cycle);
-                }
-                0 => {
-                    if let Some(c) = visit(w, graph, state, path) {
-                        return Some(c);
-                    }
-                }
-                _ => {}
-            }
-        }
-        path.pop();
-        state.insert(v.to_string(), 2);
-        None
-    }
-    let mut state = BTreeMap::new();
-    for v in graph.keys() {
-        if state.get(v).copied().unwrap_or(0) == 0 {
-            if let Some(c) = visit(v, graph, &mut state, &mut Vec::new()) {
-                return Some(c);
-            }
-        }
-    }
-    None
-}
-
-/// A crate's top-level modules import one another in one direction: each can be read with
-/// only what is below it (the architecture's layering, inside a crate).
-#[test]
-fn no_crate_has_an_import_circle_among_its_top_level_modules() {
+/// Every crate's `src/` and xtask's.
+fn source_roots() -> Vec<std::path::PathBuf> {
     let root = repo_root();
     let mut srcs: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("crates"))
         .unwrap()
@@ -422,16 +325,48 @@ fn no_crate_has_an_import_circle_among_its_top_level_modules() {
         .collect();
     srcs.push(root.join("xtask/src"));
     srcs.sort();
-    // The one circle left, and why: the sandbox's constructor judges one passing program
-    // through the harness as its warm-up self-check, while the harness drives the sandbox.
-    let allowed = [("mentor-verify-code/src", "sandbox", "harness")];
-    for src in srcs {
-        let mut graph = module_imports(&top_level_modules(&src));
-        for (krate, from, to) in allowed {
+    srcs
+}
+
+/// A crate's files import one another in one direction: each can be read with only what is
+/// below it. (See `import_graph` for what counts as an import.)
+#[test]
+fn no_crate_has_an_import_circle_among_its_files() {
+    // Circles left, and why each waits. mentor-trainer's `rescue/` is frozen while the
+    // pre-registered held-out rescue experiment runs on it: its `mod.rs` drives the stages
+    // (`calibration`, `leaks`, `reliance`, `rounds`, `summary`, `unhinted`) that use its `Ctx`,
+    // `Cell` and `Problem`, and `records -> calibration -> unhinted -> records`. The project's
+    // restructuring moves them; until then only the edges inside `rescue/` are left out (its
+    // edges to and from the rest of the crate are still checked).
+    let allowed = [("mentor-trainer/src", "rescue")];
+    for src in source_roots() {
+        let mut imports = import_paths(&crate_sources(&src));
+        for (krate, inside) in allowed {
             if src.ends_with(krate) {
-                graph.get_mut(from).map(|uses| uses.remove(to));
+                let within = |m: &str| m == inside || m.starts_with(&format!("{inside}::"));
+                for (_, tos) in imports.iter_mut().filter(|(from, _)| within(from)) {
+                    tos.retain(|to, _| !within(to));
+                }
             }
         }
+        let graph = imports.iter().map(|(from, tos)| (from.clone(), tos.keys().cloned().collect())).collect();
+        if let Some(cycle) = find_cycle(&graph) {
+            let steps: Vec<String> = cycle
+                .windows(2)
+                .map(|w| format!("{} -> {} (by {:?})", w[0], w[1], imports[&w[0]][&w[1]]))
+                .collect();
+            panic!("{}: files import each other in a circle:\n  {}", src.display(), steps.join("\n  "));
+        }
+    }
+}
+
+/// A crate's top-level modules import one another in one direction too (the architecture's
+/// layering, inside a crate): files in a line can still make a circle of the modules that hold
+/// them (`a/x.rs -> b/y.rs -> a/z.rs`).
+#[test]
+fn no_crate_has_an_import_circle_among_its_top_level_modules() {
+    for src in source_roots() {
+        let graph = top_level(&file_imports(&crate_sources(&src)));
         if let Some(cycle) = find_cycle(&graph) {
             panic!(
                 "{}: top-level modules import each other in a circle: {}",
@@ -456,4 +391,57 @@ fn the_cycle_finder_finds_a_circle_and_only_a_circle() {
     let c = find_cycle(&g(&[("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")])).unwrap();
     assert_eq!(c.first(), c.last());
     assert_eq!(c.len(), 4);
+}
+
+#[test]
+fn the_import_graph_resolves_paths_to_files() {
+    let source = |module: &str, text: &str| Source {
+        module: module.split("::").filter(|s| !s.is_empty()).map(String::from).collect(),
+        text: text.to_string(),
+    };
+    let mut sources = vec![
+        source("", "mod other;\nmod report;\npub use other::Thing;"),
+        source(
+            "report",
+            "mod markdown;\npub mod paired;\npub use paired::Bootstrap;\npub(crate) use self::markdown::{render, Page};\n\
+             pub struct Report;\nfn write() { let _ = markdown::render(); }",
+        ),
+        source(
+            "report::markdown",
+            "use super::{Report, Bootstrap as B};\nuse crate::report::paired::{self, x::{y, z}};\n\
+             // crate::other::Z in a comment\n/* super::super::other */\n\
+             fn g() -> &'static str { let _c = '\"'; \"crate::other::Q in a string\" }",
+        ),
+        source(
+            "report::paired",
+            "use super::super::Thing;\npub struct Bootstrap;\n\
+             #[cfg(test)]\nmod tests {\n    use crate::report::markdown::render;\n}\nfn after() {}",
+        ),
+        source("other", "pub struct Thing;\nmod inline {\n    use super::Thing;\n    fn f() { self::g(); }\n}"),
+    ];
+    let graph = file_imports(&sources);
+    let edges = |m: &str| graph[m].iter().map(String::as_str).collect::<Vec<_>>();
+    // Bare child paths count; the re-exports of its own children do not.
+    assert_eq!(edges("report"), ["report::markdown"]);
+    // `super::Report` is the parent's own; `super::Bootstrap` is re-exported from `paired`.
+    assert_eq!(edges("report::markdown"), ["report", "report::paired"]);
+    // `super::super::Thing` lands in the crate root and follows its re-export to `other`;
+    // the test module names nothing.
+    assert_eq!(edges("report::paired"), ["other"]);
+    // An inline module's `super` is its own file; comments and strings name nothing.
+    assert!(edges("other").is_empty());
+    assert!(!graph.contains_key(""), "the crate root is not a node");
+    // The parent that calls its child while the child uses the parent's type is a circle.
+    assert_eq!(find_cycle(&graph).unwrap(), ["report", "report::markdown", "report"]);
+    sources[1].text = sources[1].text.replace("fn write() { let _ = markdown::render(); }", "");
+    assert_eq!(find_cycle(&file_imports(&sources)), None);
+    // A grouped `use` path (`x::{y, z}`) resolves to the longest prefix that is a file.
+    sources.push(source("report::paired::x", "pub fn y() {}\npub fn z() { crate::report::markdown::g(); }"));
+    let graph = file_imports(&sources);
+    assert_eq!(
+        graph["report::markdown"].iter().map(String::as_str).collect::<Vec<_>>(),
+        ["report", "report::paired", "report::paired::x"]
+    );
+    assert_eq!(find_cycle(&graph).unwrap(), ["report::markdown", "report::paired::x", "report::markdown"]);
+    assert_eq!(find_cycle(&top_level(&graph)), None, "one top-level module");
 }
