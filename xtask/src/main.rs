@@ -82,7 +82,7 @@ enum Command {
     /// Check formatting and clippy lints (`-D warnings`).
     Lint,
     /// Measure how often each mentor rescues SmolLM2's collapsed GSM8K problems (`mentor rescue`
-    /// with the `rescue-gsm8k-smollm2` preset: 100 collapsed problems, 12.5 minutes measured on 2 cores).
+    /// with the `rescue-gsm8k-smollm2` preset: 100 collapsed problems, about 40 minutes on 2 cores).
     Rescue {
         /// The MBPP preset (code, in the sandbox) instead of GSM8K.
         #[arg(long, conflicts_with_all = ["arith", "heldout"])]

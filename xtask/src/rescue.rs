@@ -1,8 +1,9 @@
 //! `cargo xtask rescue`: the rescue measurement on real failures (`mentor rescue` with the
 //! GSM8K preset, the MBPP one with `--mbpp`, the arithmetic one at the learner's edge with
 //! `--arith`; with `--probe`, `mentor probe` on the preset:
-//! the search for the regime where the learner sometimes succeeds), sized for 20 minutes on 2 CPU cores (100
-//! collapsed GSM8K problems, 12.5 min measured; see docs/history.md). Builds the binaries as
+//! the search for the regime where the learner sometimes succeeds): 100 collapsed GSM8K problems,
+//! about 40 min on 2 CPU cores with the current preset (one run of 2026-12-04, builds beside it;
+//! the 12.5 min of docs/history.md was the preset before the 2026-12-03 probe). Builds the binaries as
 //! `cargo xtask test` does (so the build is shared), then runs `mentor --threads 2 rescue`
 //! from the repository root, so the results land in `runs/rescue-<set>-smollm2/`.
 
