@@ -145,6 +145,7 @@ fn a_sweep_runs_each_value_and_applies_the_rule() {
         (String::from_utf8_lossy(&out.stdout).to_string(), err)
     };
     let (md, err) = sweep(&[]);
+    assert!(!err.contains("cannot install the Ctrl-C handler"), "one handler for every value: {err}");
     for lr in ["1e-4", "1e-3"] {
         let r: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(root.path().join(format!("sweep/{lr}/vanilla-s0.json"))).unwrap(),

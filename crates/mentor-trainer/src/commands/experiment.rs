@@ -17,8 +17,11 @@ use crate::train::{start_eval, train, TrainOptions};
 
 /// Runs `mentor experiment`.
 pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
+    // One Ctrl-C handler for the whole command (a process gets one): every run of a sweep
+    // stops at its step's end with a checkpoint.
+    let stop = super::progress::stop_flag();
     let Some(spec) = &args.sweep else {
-        let md = one_experiment(args, threads)?;
+        let md = one_experiment(args, threads, &stop)?;
         print!("{md}");
         return Ok(());
     };
@@ -49,7 +52,7 @@ pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
                 .with_context(|| format!("reading {}", sub.results.display()))?
                 .is_empty();
         if !args.pool_only || has_results {
-            one_experiment(&sub, threads)?;
+            one_experiment(&sub, threads, &stop)?;
         }
         let results = if sub.results.is_dir() { experiment::read_results(&sub.results)? } else { Vec::new() };
         judged.push((value.to_string(), results));
@@ -69,10 +72,13 @@ pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
 
 /// The missing runs of one experiment (unless `--pool-only`), then every result file in
 /// `args.results` pooled; returns the pooled table.
-fn one_experiment(args: &ExperimentArgs, threads: Option<usize>) -> Result<String> {
+fn one_experiment(
+    args: &ExperimentArgs,
+    threads: Option<usize>,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<String> {
     std::fs::create_dir_all(&args.results)
         .with_context(|| format!("creating the results directory {}", args.results.display()))?;
-    let stop = super::progress::stop_flag();
     if !args.pool_only {
         for &seed in &args.seeds {
             let missing: Vec<&String> = args
@@ -93,7 +99,7 @@ fn one_experiment(args: &ExperimentArgs, threads: Option<usize>) -> Result<Strin
             let start = start_rows(args, first, seed, threads)?;
             for arm in missing {
                 let file = args.results.join(experiment::file_name(arm, seed));
-                one(args, arm, seed, &file, threads, &stop, &start)?;
+                one(args, arm, seed, &file, threads, stop, &start)?;
                 if stop.load(std::sync::atomic::Ordering::SeqCst) {
                     eprintln!("interrupted: the run's checkpoint is kept; run the same command to go on");
                     std::process::exit(130);
