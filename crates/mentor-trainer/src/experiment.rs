@@ -131,12 +131,7 @@ pub struct StartFile {
 impl StartFile {
     /// Reads one.
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
-        serde_json::from_str(&text).map_err(|e| Error::Jsonl {
-            path: path.to_path_buf(),
-            line: e.line(),
-            message: e.to_string(),
-        })
+        crate::jsonl::read_json(path)
     }
 }
 
@@ -255,13 +250,7 @@ pub fn read_results(dir: &Path) -> Result<Vec<ResultFile>> {
         if stem.rsplit_once("-s").is_none_or(|(_, s)| s.parse::<u64>().is_err()) {
             continue;
         }
-        let text = std::fs::read_to_string(&path).map_err(Error::io(&path))?;
-        let r: ResultFile = serde_json::from_str(&text).map_err(|e| Error::Jsonl {
-            path: path.clone(),
-            line: e.line(),
-            message: e.to_string(),
-        })?;
-        out.push(r);
+        out.push(crate::jsonl::read_json::<ResultFile>(&path)?);
     }
     out.sort_by(|a, b| (&a.arm, a.seed).cmp(&(&b.arm, b.seed)));
     Ok(out)
@@ -506,6 +495,12 @@ pub struct SweepRow {
     pub chosen: bool,
 }
 
+/// The mean of each of two columns (0 for no rows).
+fn column_means(rows: &[[f64; 2]]) -> [f64; 2] {
+    let n = rows.len().max(1) as f64;
+    [rows.iter().map(|r| r[0]).sum::<f64>() / n, rows.iter().map(|r| r[1]).sum::<f64>() / n]
+}
+
 /// The sweep's rule over `values` (each value with its finished runs): for each, the train
 /// reward's mean over the first and the last `window` steps and the greedy pass@1 on `set` at
 /// step 0 and at the end; the chosen value is the largest (as a number) whose reward rises
@@ -526,10 +521,7 @@ pub fn sweep(values: &[(String, Vec<ResultFile>)], set: &str, window: usize) -> 
                     [mean(&rewards[..w]), mean(&rewards[rewards.len() - w..])]
                 })
                 .collect();
-            let reward = [
-                mean(&ends.iter().map(|e| e[0]).collect::<Vec<_>>()),
-                mean(&ends.iter().map(|e| e[1]).collect::<Vec<_>>()),
-            ];
+            let reward = column_means(&ends);
             let pass: Vec<[f64; 2]> = runs
                 .iter()
                 .filter_map(|r| {
@@ -538,18 +530,11 @@ pub fn sweep(values: &[(String, Vec<ResultFile>)], set: &str, window: usize) -> 
                     Some([start, end])
                 })
                 .collect();
-            let pass1 = (!pass.is_empty()).then(|| {
-                [
-                    mean(&pass.iter().map(|p| p[0]).collect::<Vec<_>>()),
-                    mean(&pass.iter().map(|p| p[1]).collect::<Vec<_>>()),
-                ]
-            });
+            let pass1 = (!pass.is_empty()).then(|| column_means(&pass));
             let rises = !ends.is_empty() && reward[1] > reward[0];
-            let firsts: Vec<&StepLine> = runs.iter().filter_map(|r| r.steps.first()).collect();
-            let step0 = [
-                mean(&firsts.iter().map(|s| s.mean_reward).collect::<Vec<_>>()),
-                mean(&firsts.iter().map(|s| s.zrf).collect::<Vec<_>>()),
-            ];
+            let firsts: Vec<[f64; 2]> =
+                runs.iter().filter_map(|r| r.steps.first()).map(|s| [s.mean_reward, s.zrf]).collect();
+            let step0 = column_means(&firsts);
             let holds = pass1.is_some_and(|[a, b]| b >= a);
             SweepRow {
                 value: value.clone(),
