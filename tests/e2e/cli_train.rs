@@ -72,7 +72,7 @@ fn weights(dir: &Path) -> Vec<u8> {
 fn every_arm_trains_and_reports() {
     let root = tempfile::tempdir().unwrap();
     let mut dirs = Vec::new();
-    for arm in mentor_trainer::Arm::ALL.map(|a| a.name()) {
+    for arm in mentor_trainer::config::Arm::ALL.map(|a| a.name()) {
         let dir = root.path().join(arm);
         let mut sets = tiny_sets(&dir);
         sets.push(format!("strategy.arm={arm}"));
@@ -174,7 +174,7 @@ fn every_arm_trains_and_reports() {
     cmd.arg("report").args(&dirs).arg("--out").arg(&report);
     ok(&cmd.output().unwrap());
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
-    for arm in mentor_trainer::Arm::ALL.map(|a| a.name()) {
+    for arm in mentor_trainer::config::Arm::ALL.map(|a| a.name()) {
         assert!(md.contains(&format!("| {arm} |")), "{arm} missing from the report");
     }
     for svg in ["reward.svg", "zrf.svg", "interventions.svg", "eval_level_3.svg"] {

@@ -67,7 +67,7 @@ fn an_empty_config_file_is_refused_naming_the_presets() {
     let cwd = tempfile::tempdir().unwrap();
     std::fs::write(cwd.path().join("empty.toml"), "# nothing yet\n").unwrap();
     let out = train(cwd.path(), "empty.toml", &[], &[]);
-    let names: Vec<&str> = mentor_trainer::PRESETS.iter().map(|(n, _)| *n).collect();
+    let names: Vec<&str> = mentor_trainer::config::PRESETS.iter().map(|(n, _)| *n).collect();
     let mut needles = vec!["empty.toml", "sets nothing"];
     needles.extend(&names);
     refused(&out, cwd.path(), &needles);

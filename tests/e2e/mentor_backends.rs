@@ -18,7 +18,7 @@ use mentor_core::{
     Attempt, Completion, FailureCategory, FinishReason, HintLevel, Intervention, Mentor, MentorRequest, Task,
 };
 use mentor_policy::{LoadOptions, ModelSource, Policy};
-use mentor_trainer::{local_mentor, LocalConfig, PolicyChat};
+use mentor_trainer::local_mentor::{mentor as local_mentor, LocalConfig, PolicyChat};
 use serde_json::{json, Value};
 
 use crate::{data_dir, mentor};

@@ -137,8 +137,8 @@ pub fn run_step(dir: &AssetDir, extra: &[String]) -> Result<()> {
     let work = target_dir().join("bench/step");
     let data = work.join("data");
     write_data(&data, w.seed)?;
-    eprintln!("==> bench step: cargo build -p mentor-trainer --bin mentor (the binary `mentor train` runs)");
-    run(cargo().args(["build", "-p", "mentor-trainer", "--bin", "mentor"]), "cargo build")?;
+    eprintln!("==> bench step: cargo build -p mentor-cli --bin mentor (the binary `mentor train` runs)");
+    run(cargo().args(["build", "-p", "mentor-cli", "--bin", "mentor"]), "cargo build")?;
     let mentor = target_dir().join("debug/mentor");
 
     let (mut ours, mut trl, mut ours_rss, mut trl_rss) = (Vec::new(), Vec::new(), 0f64, 0f64);

@@ -249,11 +249,11 @@ fn test(extra: &[String]) -> Result<()> {
 /// sharing `cargo xtask test`'s build) and run it from the repository root, so the runs land
 /// in `runs/demo/`.
 fn demo(extra: &[String]) -> Result<()> {
-    eprintln!("==> cargo build -p mentor-trainer --bin mentor");
-    process::run(process::cargo().args(["build", "-p", "mentor-trainer", "--bin", "mentor"]), "cargo build")?;
+    eprintln!("==> cargo build -p mentor-cli --bin mentor");
+    process::run(process::cargo().args(["build", "-p", "mentor-cli", "--bin", "mentor"]), "cargo build")?;
     eprintln!("==> mentor demo {}", extra.join(" "));
     let mut cmd = process::cargo();
-    cmd.args(["run", "-q", "-p", "mentor-trainer", "--bin", "mentor", "--", "demo"]).args(extra);
+    cmd.args(["run", "-q", "-p", "mentor-cli", "--bin", "mentor", "--", "demo"]).args(extra);
     process::run(&mut cmd, "mentor demo")
 }
 

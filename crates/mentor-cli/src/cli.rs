@@ -229,7 +229,7 @@ pub struct DemoArgs {
         value_delimiter = ',',
         default_value = "vanilla,static_hints,wrong_answers,where_only,random_prefix,full_solution,full_solution_learner,mentor"
     )]
-    pub arms: Vec<crate::config::Arm>,
+    pub arms: Vec<mentor_trainer::config::Arm>,
     /// RL seeds to run on each pretrained model.
     #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
     pub seeds: Vec<u64>,

@@ -15,9 +15,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
 use crate::report::RunData;
 use crate::stats;
+use mentor_trainer::{Error, Result};
 
 /// One training step of a run, as the result file keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,7 +69,7 @@ impl EvalLine {
     pub fn passk_each(&self) -> Vec<f64> {
         match self.passk {
             Some((k, _)) if self.samples >= k => {
-                self.right.iter().map(|&c| crate::eval::pass_at_k(self.samples, c, k)).collect()
+                self.right.iter().map(|&c| mentor_trainer::eval::pass_at_k(self.samples, c, k)).collect()
             }
             _ => Vec::new(),
         }
@@ -125,13 +125,13 @@ pub struct StartFile {
     /// Seconds the evaluation took (with the model's building and any pretraining).
     pub seconds: f64,
     /// The rows, one per evaluation set, as `eval.jsonl` has them.
-    pub rows: Vec<crate::eval::EvalRow>,
+    pub rows: Vec<mentor_trainer::eval::EvalRow>,
 }
 
 impl StartFile {
     /// Reads one.
     pub fn read(path: &Path) -> Result<Self> {
-        crate::jsonl::read_json(path)
+        mentor_trainer::jsonl::read_json(path)
     }
 }
 
@@ -140,7 +140,7 @@ pub fn file_name(arm: &str, seed: u64) -> String {
     format!("{arm}-s{seed}.json")
 }
 
-fn set_name(row: &crate::eval::EvalRow) -> String {
+fn set_name(row: &mentor_trainer::eval::EvalRow) -> String {
     match (&row.set, row.level) {
         (Some(name), _) => name.clone(),
         (None, 0) => "eval".into(),
@@ -250,7 +250,7 @@ pub fn read_results(dir: &Path) -> Result<Vec<ResultFile>> {
         if stem.rsplit_once("-s").is_none_or(|(_, s)| s.parse::<u64>().is_err()) {
             continue;
         }
-        out.push(crate::jsonl::read_json::<ResultFile>(&path)?);
+        out.push(mentor_trainer::jsonl::read_json::<ResultFile>(&path)?);
     }
     out.sort_by(|a, b| (&a.arm, a.seed).cmp(&(&b.arm, b.seed)));
     Ok(out)
@@ -806,7 +806,7 @@ mod tests {
         let with_draws = |arm: &str, seed: u64, right: Vec<usize>| {
             let mut r = result(arm, seed, &[true, false, false, false]);
             let last = r.evals.last_mut().unwrap();
-            let each: Vec<f64> = right.iter().map(|&c| crate::eval::pass_at_k(4, c, 2)).collect();
+            let each: Vec<f64> = right.iter().map(|&c| mentor_trainer::eval::pass_at_k(4, c, 2)).collect();
             last.passk = Some((2, each.iter().sum::<f64>() / 2.0));
             last.samples = 4;
             last.right = right;

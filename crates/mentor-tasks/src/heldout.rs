@@ -19,7 +19,7 @@ use mentor_core::{MathPayload, Message, Payload, Task, TaskMeta};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::seed::mix;
+use mentor_core::seed::mix;
 
 /// The `meta.source` of held-out problems.
 pub const SOURCE: &str = "heldout";

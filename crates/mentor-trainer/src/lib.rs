@@ -1,166 +1,42 @@
-//! The `mentor` command-line tool and the training loop that wires policy, verifiers,
-//! mentor and GRPO together.
+//! The training library behind the `mentor` CLI: the TOML config and its presets, the GRPO
+//! training loop that wires policy, verifiers, mentor and optimizer together, evaluation,
+//! checkpoints and the in-process model mentor.
 //!
 //! This crate orchestrates; it owns no algorithm, and the reusable parts are the library
 //! crates it wires (`mentor-policy`, `mentor-grpo`, the verifiers, `mentor-agents`,
-//! `mentor-integration`). Its modules are private; the root re-exports what the `mentor`
-//! binary and the end-to-end tests use: [`main`] / [`main_with`] (the CLI), [`Arm`] and
-//! [`PRESETS`] (the training arms and the embedded configs, which the tests enumerate) and
-//! the in-process model mentor ([`local_mentor`], [`PolicyChat`], [`LocalConfig`]).
-//! Inside: `config` (the TOML schema by section, presets, `--set` overrides, the resume
-//! diff), `train` (the loop), `curriculum` (the embedded task family), `pretrain`, `memory`
-//! (the peak-memory estimate a run checks before it starts), `eval`, `checkpoint`, `report`,
-//! `rescue` (the paired measurement of how often each mentor rescues a collapsed group) and
-//! `probe` (where the learner's unhinted pass@1 puts it at the edge of what it can do); every
-//! subcommand is a private module under `commands` over them; the clap definitions live in
-//! `cli`.
-//! Data goes to stdout, logs and progress to stderr, and errors end with a `hint:` line
-//! when there is something to do about them.
+//! `mentor-integration`, `mentor-tasks`). The measurements built on it (rescue, probe,
+//! reports, experiments) are `mentor-lab`'s; the `mentor` binary is `mentor-cli`'s.
+//!
+//! Modules: [`config`] (the TOML schema by section, presets, `--set` overrides, the resume
+//! diff), [`train`] (the loop, by stage), [`pretrain`] (the demo's from-scratch model),
+//! [`memory`] (the peak-memory estimate a run checks before it starts), [`eval`],
+//! [`checkpoint`], [`strata`] (difficulty strata and prompt styles), [`policy`] (building the
+//! policy a config names), [`verify`] (the verifier by task domain), [`local_mentor`] (a
+//! policy as mentor), [`jsonl`] (atomic result files) and [`live_bytes`] (live heap bytes).
+//!
+//! The README's example is compiled and run as a doctest.
 #![deny(missing_docs)]
 
-mod arith;
-mod checkpoint;
-mod cli;
-mod commands;
-mod config;
-mod curriculum;
+pub mod checkpoint;
+pub mod config;
 mod error;
-mod eval;
-mod experiment;
-mod heldout;
-mod jsonl;
-mod live_bytes;
-mod local_mentor;
-mod memory;
-mod policy;
-mod pretrain;
-mod probe;
-mod progress;
-mod report;
-mod rescue;
+pub mod eval;
+pub mod jsonl;
+pub mod live_bytes;
+pub mod local_mentor;
+pub mod memory;
+pub mod policy;
+pub mod pretrain;
 mod rollout;
-mod seed;
-mod stats;
-mod strata;
-mod train;
+pub mod seed;
+pub mod strata;
+pub mod train;
 mod update;
-mod verify;
+pub mod verify;
 
-pub use config::{Arm, PRESETS};
 pub use error::{Error, Result};
-pub use live_bytes::Counted;
-pub use local_mentor::{mentor as local_mentor, Client, LocalConfig, PolicyChat};
 
-use std::process::ExitCode;
-
-use clap::Parser;
-
-/// How a subcommand uses memory: what a binary that tunes its allocator needs to know
-/// ([`main_with`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemoryUse {
-    /// The same large buffers freed and allocated again at a high rate (training steps,
-    /// evaluation, the demo, one-shot commands): keeping freed memory mapped is faster.
-    Repeating,
-    /// Long runs of differently shaped work (`rescue`: hundreds of generate calls of varying
-    /// batch and length; `serve`: a long-lived process): freed memory should go back to the
-    /// OS, or the process keeps growing.
-    Varying,
-}
-
-/// Entry point of the `mentor` binary: parses arguments, runs the subcommand, reports errors.
-pub fn main() -> ExitCode {
-    main_with(|_| {})
-}
-
-/// [`main`], calling `tune` with the subcommand's [`MemoryUse`] after the arguments are parsed
-/// and before anything else runs (the `mentor` binary sets mimalloc's purge delay there).
-pub fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
-    let cli = cli::Cli::parse();
-    tune(match cli.command {
-        cli::Command::Rescue(_) | cli::Command::Probe(_) | cli::Command::Serve(_) => MemoryUse::Varying,
-        _ => MemoryUse::Repeating,
-    });
-    if let Err(e) = init_logging(cli.log_level.as_deref()) {
-        eprintln!("error: --log-level: {e}");
-        return ExitCode::FAILURE;
-    }
-    // candle sizes its element-wise pool (whose helper threads spin before they sleep) and
-    // gemm's split from these variables, not from rayon's pool: without them a `--threads 1`
-    // process still keeps a busy helper per core. The demo's runs are child processes with
-    // `--threads 1` each (by default); the demo process itself pretrains in data-parallel
-    // shards on every core (its fixed-order kernels run on rayon's pool, which the shards
-    // share: a pool of one thread would serialise them).
-    let per_process = cli.threads;
-    // (candle's element-wise pool is not what they share: one thread, as the runs have.)
-    if per_process.is_none()
-        && matches!(cli.command, cli::Command::Demo(_))
-        && std::env::var_os("CANDLE_NUM_THREADS").is_none()
-    {
-        std::env::set_var("CANDLE_NUM_THREADS", "1");
-    }
-    // After each element-wise op, candle's pool helpers spin 25,000 times before they sleep,
-    // on cores that gemm's rayon workers need next: with 2 threads that was 7% of a SmolLM2
-    // training step's CPU time, and a step 6% slower than with 300 (docs/PERFORMANCE.md).
-    use mentor_policy::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
-    if std::env::var_os(POOL_SPIN_VAR).is_none() {
-        std::env::set_var(POOL_SPIN_VAR, POOL_SPIN_LIMIT.to_string());
-    }
-    if let Some(n) = per_process {
-        for var in ["RAYON_NUM_THREADS", "CANDLE_NUM_THREADS"] {
-            if std::env::var_os(var).is_none() {
-                std::env::set_var(var, n.to_string());
-            }
-        }
-    }
-    if let Some(path) = cli.kernels {
-        if let Err(e) = mentor_policy::set_kernel_path(path) {
-            eprintln!("error: --kernels {}: {e}", path.name());
-            return ExitCode::FAILURE;
-        }
-    }
-    if let Some(n) = cli.threads {
-        if let Err(e) = mentor_policy::set_threads(n) {
-            eprintln!("error: --threads {n}: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    let result = match cli.command {
-        cli::Command::Generate(args) => commands::generate::run(&args),
-        cli::Command::Serve(args) => commands::serve::run(&args),
-        cli::Command::Tasks(args) => commands::tasks::run(&args),
-        cli::Command::Verify(cli::VerifyCommand::Math(args)) => commands::verify::math(&args),
-        cli::Command::Verify(cli::VerifyCommand::Code(args)) => commands::verify_code::run(&args),
-        cli::Command::Train(args) => commands::train::run(&args),
-        cli::Command::Eval(args) => commands::eval::run(&args),
-        cli::Command::Demo(args) => commands::demo::run(&args, cli.threads, cli.kernels),
-        cli::Command::Report(args) => commands::report::run(&args),
-        cli::Command::Rescue(args) => commands::rescue::run(&args),
-        cli::Command::Probe(args) => commands::probe::run(&args),
-        cli::Command::Experiment(args) => commands::experiment::run(&args, cli.threads),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Library `tracing` events on stderr: `--log-level`, else `RUST_LOG`, else `warn` (so the
-/// LLM mentor's fallbacks and retries are seen).
-fn init_logging(level: Option<&str>) -> std::result::Result<(), String> {
-    use tracing_subscriber::EnvFilter;
-    let filter = match level {
-        Some(l) => EnvFilter::try_new(l).map_err(|e| format!("`{l}`: {e}"))?,
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init()
-        .map_err(|e| e.to_string())
-}
+/// The README's example, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -9,8 +9,8 @@ use mentor_policy::Config;
 use mentor_policy::{HubOptions, LoadOptions, ModelSource, Policy};
 
 use crate::config::{ModelChoice, ModelSection};
-use crate::curriculum::ALPHABET;
 use crate::error::{Error, Result};
+use mentor_tasks::curriculum::ALPHABET;
 
 /// The policy `model` describes. `tiny` models are initialised from `seed`. Also sets the
 /// process's fixed-order mode from `model.deterministic`.

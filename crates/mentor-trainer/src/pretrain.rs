@@ -16,9 +16,9 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{CurriculumSection, PretrainSection};
-use crate::curriculum::{Problem, Tens};
 use crate::error::Result;
 use crate::seed::mix;
+use mentor_tasks::curriculum::{Problem, Tens};
 
 /// One supervised example: prompt ids (including any given answer start) and target ids.
 struct Example {
@@ -400,9 +400,9 @@ mod tests {
 
     #[test]
     fn static_examples_show_a_static_text_and_target_a_whole_solution_without_a_ten() {
-        use crate::curriculum::ALPHABET;
         use candle_core::{DType, Device};
         use mentor_policy::Config;
+        use mentor_tasks::curriculum::ALPHABET;
         let policy =
             Policy::char_level(ALPHABET, Config::tiny(0, 32, 2, 4, 2), 7, DType::F32, &Device::Cpu).unwrap();
         let prompts = mentor_agents::Prompts::with_hints(

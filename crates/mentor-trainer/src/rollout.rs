@@ -179,7 +179,7 @@ mod tests {
     use mentor_policy::Config;
 
     use super::*;
-    use crate::curriculum::ALPHABET;
+    use mentor_tasks::curriculum::ALPHABET;
 
     fn policy() -> Policy {
         Policy::char_level(ALPHABET, Config::tiny(0, 32, 2, 4, 2), 7, DType::F32, &Device::Cpu).unwrap()

@@ -4,7 +4,7 @@
 //! - GSM8K: the number of calculator steps (`<<…>>`) in the reference solution: ≤ 2 (a
 //!   solution without annotations counts here), 3–4, ≥ 5.
 //! - MBPP: the reference solution's non-empty lines: ≤ 3, 4–6, ≥ 7.
-//! - Generated word problems ([`crate::arith`], the development family; [`crate::heldout`],
+//! - Generated word problems ([`mentor_tasks::arith`], the development family; [`mentor_tasks::heldout`],
 //!   templates apart from it): one stratum each, for math data.
 //!
 //! The few-shot style puts two worked examples in the chat before the problem: for a dataset,
@@ -23,7 +23,7 @@ pub enum Source {
     Dataset,
     /// Generated arithmetic word problems.
     Arith,
-    /// Held-out generated word problems ([`crate::heldout`]): templates apart from `arith`'s.
+    /// Held-out generated word problems ([`mentor_tasks::heldout`]): templates apart from `arith`'s.
     Heldout,
 }
 
@@ -137,14 +137,14 @@ pub fn arith(seed: u64, steps: usize, n: usize, system: Option<&str>) -> Stratum
     generated_stratum(
         format!("arith {steps}-step seed {seed}"),
         Source::Arith,
-        crate::arith::problems(seed, n, steps),
-        (0..2).map(|i| crate::arith::problem(seed, ARITH_EXAMPLES_AT + i, steps)).collect(),
+        mentor_tasks::arith::problems(seed, n, steps),
+        (0..2).map(|i| mentor_tasks::arith::problem(seed, ARITH_EXAMPLES_AT + i, steps)).collect(),
         system,
     )
 }
 
 /// The held-out stratum: `n` problems of `lo..=hi` steps from the held-out family `seed`
-/// ([`crate::heldout::mixed`]), with `system` as their system message; its two worked examples
+/// ([`mentor_tasks::heldout::mixed`]), with `system` as their system message; its two worked examples
 /// (of `lo` and `hi` steps) come from the example-only templates, so none shares a template with
 /// a test problem.
 pub fn heldout(seed: u64, (lo, hi): (usize, usize), n: usize, system: Option<&str>) -> Stratum {
@@ -152,8 +152,11 @@ pub fn heldout(seed: u64, (lo, hi): (usize, usize), n: usize, system: Option<&st
     generated_stratum(
         format!("heldout {name}-step seed {seed}"),
         Source::Heldout,
-        crate::heldout::mixed(seed, n, (lo, hi)),
-        [(0, lo), (1, hi)].into_iter().map(|(i, steps)| crate::heldout::example(seed, i, steps)).collect(),
+        mentor_tasks::heldout::mixed(seed, n, (lo, hi)),
+        [(0, lo), (1, hi)]
+            .into_iter()
+            .map(|(i, steps)| mentor_tasks::heldout::example(seed, i, steps))
+            .collect(),
         system,
     )
 }

@@ -23,12 +23,12 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use crate::cli::DemoArgs;
-use crate::config::{Arm, TrainConfig};
-use crate::curriculum::Phase;
-use crate::pretrain::{pretrain, probe, Corpus, ProbeCut, ProbeRow};
-use crate::report::{load_run, write_report, ReportSummary};
-use crate::train::prompts;
+use mentor_lab::report::{load_run, write_report, ReportSummary};
 use mentor_policy::KernelPath;
+use mentor_tasks::curriculum::Phase;
+use mentor_trainer::config::{Arm, TrainConfig};
+use mentor_trainer::pretrain::{pretrain, probe, Corpus, ProbeCut, ProbeRow};
+use mentor_trainer::train::prompts;
 
 /// What `pretrained/meta.json` records.
 #[derive(Debug, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ fn copy_run(from: &Path, to: &Path) -> Result<()> {
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
         let entry = entry?;
         let name = entry.file_name();
-        if name == "final" || name == crate::train::SUMMARY_FILE || name == "log.txt" {
+        if name == "final" || name == mentor_trainer::train::SUMMARY_FILE || name == "log.txt" {
             continue;
         }
         let (src, dst) = (entry.path(), to.join(&name));
@@ -178,7 +178,7 @@ fn run_jobs(
         let mut i = 0;
         while i < running.len() {
             let (job, child, pb, t0) = &mut running[i];
-            pb.set_position(count_lines(&job.dir.join(crate::train::METRICS_FILE)));
+            pb.set_position(count_lines(&job.dir.join(mentor_trainer::train::METRICS_FILE)));
             match child.try_wait()? {
                 None => i += 1,
                 Some(status) => {
@@ -225,7 +225,7 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
     }
     let t0 = Instant::now();
     let seed = cfg.pretrain.seed;
-    let policy = crate::policy::build(&cfg.model, seed)?;
+    let policy = mentor_trainer::policy::build(&cfg.model, seed)?;
     let p = prompts(cfg)?;
     let pb = mp.add(ProgressBar::new(cfg.pretrain.steps as u64));
     pb.set_style(
@@ -272,7 +272,7 @@ fn pretrained(cfg: &TrainConfig, out: &Path, mp: &MultiProgress) -> Result<PathB
     )?;
     policy.save(&dir)?;
     let meta = PretrainMeta { key, loss, seconds: t0.elapsed().as_secs_f64(), probe };
-    crate::jsonl::write_json(&meta_path, &meta)?;
+    mentor_trainer::jsonl::write_json(&meta_path, &meta)?;
     say(
         mp,
         format!(
@@ -342,8 +342,8 @@ pub fn run(args: &DemoArgs, threads: Option<usize>, kernels: Option<KernelPath>)
     let report_dir = out.join("report");
     let summary =
         write_report(&runs, &report_dir, "MENTOR demo: zero-reward collapse after a difficulty jump")?;
-    let summary_json = report_dir.join(crate::jsonl::SUMMARY_FILE);
-    crate::jsonl::write_json(&summary_json, &summary.paired)?;
+    let summary_json = report_dir.join(mentor_trainer::jsonl::SUMMARY_FILE);
+    mentor_trainer::jsonl::write_json(&summary_json, &summary.paired)?;
     let secs = started.elapsed().as_secs_f64();
     print_table(&summary);
     eprintln!(
@@ -452,7 +452,7 @@ fn arm_jobs(
 /// The demo's table on stderr: per arm the final hard pass@1, its interval, the ZRF after
 /// the jump and the interventions; then the paired differences.
 fn print_table(summary: &ReportSummary) {
-    let fmt = |a: &Option<crate::report::Agg>| {
+    let fmt = |a: &Option<mentor_lab::report::Agg>| {
         a.as_ref().map_or("–".to_string(), |a| format!("{:.3} ({:.3}–{:.3})", a.mean, a.min, a.max))
     };
     let pct = format!("{:.0}%", summary.paired.bootstrap.level * 100.0);
@@ -468,7 +468,7 @@ fn print_table(summary: &ReportSummary) {
         "resc/100t"
     );
     // Per arm, the mean over its runs of a per-run cost figure (runs without it left out).
-    let cost = |arm: &str, f: fn(&crate::report::paired::RunOutcome) -> Option<f64>, digits: usize| {
+    let cost = |arm: &str, f: fn(&mentor_lab::report::paired::RunOutcome) -> Option<f64>, digits: usize| {
         let v: Vec<f64> = summary.paired.runs.iter().filter(|r| r.arm == arm).filter_map(f).collect();
         if v.is_empty() {
             "–".to_string()
@@ -478,7 +478,7 @@ fn print_table(summary: &ReportSummary) {
     };
     for row in &summary.table {
         let ci = summary.paired.arms.iter().find(|a| a.arm == row.arm).map_or("–".to_string(), |a| {
-            crate::report::paired::mean_ci(a.mean_final_accuracy, a.ci_low, a.ci_high)
+            mentor_lab::report::paired::mean_ci(a.mean_final_accuracy, a.ci_low, a.ci_high)
         });
         eprintln!(
             "{:<22} {:>22} {:>22} {:>20} {:>6} {:>9} {:>6} {:>10}",
@@ -501,7 +501,7 @@ fn print_table(summary: &ReportSummary) {
             "  {} − {}: {} over {} paired run(s); ahead on {}, behind on {}",
             p.arm,
             p.versus,
-            crate::report::paired::mean_ci(p.mean_difference, p.ci_low, p.ci_high),
+            mentor_lab::report::paired::mean_ci(p.mean_difference, p.ci_low, p.ci_high),
             p.seeds,
             p.ahead,
             p.behind

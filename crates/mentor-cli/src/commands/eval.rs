@@ -3,16 +3,16 @@
 use anyhow::{Context, Result};
 
 pub use crate::cli::EvalArgs;
-use crate::config::{DataKind, TrainConfig};
-use crate::train::{eval_sets, load_tasks, run_eval};
+use mentor_trainer::config::{DataKind, TrainConfig};
+use mentor_trainer::train::{eval_sets, load_tasks, run_eval};
 
 /// Runs `mentor eval`.
 pub fn run(args: &EvalArgs) -> Result<()> {
     let mut cfg = TrainConfig::load(&args.config, &args.sets).context("invalid configuration")?;
     if let Some(m) = &args.model {
-        cfg.model.source = crate::config::ModelChoice::from(m.clone());
+        cfg.model.source = mentor_trainer::config::ModelChoice::from(m.clone());
     }
-    let policy = crate::policy::build(&cfg.model, cfg.run.seed)
+    let policy = mentor_trainer::policy::build(&cfg.model, cfg.run.seed)
         .with_context(|| format!("cannot load the model `{}`", cfg.model.source))?;
     let tasks = load_tasks(&cfg)?;
     let sets = eval_sets(&cfg, &tasks);
@@ -23,7 +23,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     }
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
     let rows = super::sandbox::with_code(code, cfg.data.code_reward, |v| {
-        let verifier = crate::verify::DomainVerifier::new(v);
+        let verifier = mentor_trainer::verify::DomainVerifier::new(v);
         Ok(run_eval(&cfg, &policy, &verifier, &sets, 0)?)
     })?;
     for r in &rows {

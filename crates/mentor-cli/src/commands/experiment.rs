@@ -2,7 +2,7 @@
 //! have no result file yet, each resumed from its last checkpoint when one exists, each
 //! condensed into `<results>/<arm>-s<seed>.json` when it finishes; then every result file
 //! pooled into `pooled.json`, `pooled.md` and the learning curves' SVGs
-//! ([`crate::experiment`]). The step-0 evaluation is made once per seed
+//! ([`mentor_lab::experiment`]). The step-0 evaluation is made once per seed
 //! (`<results>/start/s<seed>.json`, committed with the results) and shared by its arms.
 
 use std::path::Path;
@@ -10,10 +10,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 pub use crate::cli::ExperimentArgs;
-use crate::config::{DataKind, TrainConfig};
-use crate::eval::EvalRow;
-use crate::experiment::{self, ResultFile, RunMeta, StartFile};
-use crate::train::{start_eval, train, TrainOptions};
+use mentor_lab::experiment::{self, ResultFile, RunMeta, StartFile};
+use mentor_trainer::config::{DataKind, TrainConfig};
+use mentor_trainer::eval::EvalRow;
+use mentor_trainer::train::{start_eval, train, TrainOptions};
 
 /// Runs `mentor experiment`.
 pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
@@ -58,9 +58,9 @@ pub fn run(args: &ExperimentArgs, threads: Option<usize>) -> Result<()> {
         judged.push((value.to_string(), results));
     }
     let rows = experiment::sweep(&judged, &args.sweep_set, args.sweep_window);
-    crate::jsonl::write_json(&args.results.join("sweep.json"), &rows)?;
+    mentor_trainer::jsonl::write_json(&args.results.join("sweep.json"), &rows)?;
     let md = experiment::sweep_markdown(key, &args.sweep_set, args.sweep_window, &rows);
-    crate::jsonl::write_atomic(&args.results.join("sweep.md"), md.as_bytes())?;
+    mentor_trainer::jsonl::write_atomic(&args.results.join("sweep.md"), md.as_bytes())?;
     print!("{md}");
     eprintln!(
         "experiment: sweep of {key} over {} values → {}",
@@ -112,13 +112,13 @@ fn one_experiment(
     if results.is_empty() {
         anyhow::bail!("no result file in {}\nhint: run without --pool-only", args.results.display());
     }
-    let pooled = experiment::pool(&results, 2000, crate::seed::mix(&[0xe4e7, 0x5eed]));
-    crate::jsonl::write_json(&args.results.join("pooled.json"), &pooled)?;
+    let pooled = experiment::pool(&results, 2000, mentor_trainer::seed::mix(&[0xe4e7, 0x5eed]));
+    mentor_trainer::jsonl::write_json(&args.results.join("pooled.json"), &pooled)?;
     for (name, svg) in experiment::curves(&results)? {
-        crate::jsonl::write_atomic(&args.results.join(name), svg.as_bytes())?;
+        mentor_trainer::jsonl::write_atomic(&args.results.join(name), svg.as_bytes())?;
     }
     let md = experiment::markdown(&pooled);
-    crate::jsonl::write_atomic(&args.results.join("pooled.md"), md.as_bytes())?;
+    mentor_trainer::jsonl::write_atomic(&args.results.join("pooled.md"), md.as_bytes())?;
     eprintln!(
         "experiment: {} result files pooled → {}",
         results.len(),
@@ -181,7 +181,7 @@ fn start_rows(args: &ExperimentArgs, arm: &str, seed: u64, threads: Option<usize
     };
     std::fs::create_dir_all(args.results.join("start"))
         .with_context(|| format!("creating {}", args.results.join("start").display()))?;
-    crate::jsonl::write_json(&file, &start)?;
+    mentor_trainer::jsonl::write_json(&file, &start)?;
     Ok(start.rows)
 }
 
@@ -198,7 +198,7 @@ fn one(
     let cfg = run_config(args, arm, seed)?;
     let name = cfg.run.name.clone();
     let run_dir = cfg.output_dir().to_path_buf();
-    let resume = crate::checkpoint::latest(&run_dir).ok().flatten().is_some();
+    let resume = mentor_trainer::checkpoint::latest(&run_dir).ok().flatten().is_some();
     eprintln!("experiment: {name} → {}{}", run_dir.display(), if resume { " (resumed)" } else { "" });
     let opts = TrainOptions {
         resume,
@@ -217,7 +217,8 @@ fn one(
     if summary.interrupted {
         return Ok(());
     }
-    let run = crate::report::load_run(&run_dir).with_context(|| format!("reading {}", run_dir.display()))?;
+    let run =
+        mentor_lab::report::load_run(&run_dir).with_context(|| format!("reading {}", run_dir.display()))?;
     let config_toml = std::fs::read_to_string(run_dir.join("config.toml")).unwrap_or_default();
     let meta = RunMeta {
         config_toml,
@@ -226,7 +227,7 @@ fn one(
         threads: threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
     };
     let result = ResultFile::of_run(&run, meta);
-    crate::jsonl::write_json(file, &result)?;
+    mentor_trainer::jsonl::write_json(file, &result)?;
     eprintln!("experiment: {name} done → {}", file.display());
     Ok(())
 }

@@ -1,12 +1,12 @@
-//! `mentor probe`: the learner's unhinted pass@1 over a grid ([`crate::probe`]), printed as a
+//! `mentor probe`: the learner's unhinted pass@1 over a grid ([`mentor_lab::probe`]), printed as a
 //! table (or JSON) with a one-line summary on stderr.
 
 use anyhow::{bail, Context, Result};
 
 pub use crate::cli::ProbeArgs;
-use crate::config::{DataKind, TrainConfig};
-use crate::probe::ProbeOptions;
-use crate::strata::PromptStyle;
+use mentor_lab::probe::ProbeOptions;
+use mentor_trainer::config::{DataKind, TrainConfig};
+use mentor_trainer::strata::PromptStyle;
 
 /// Runs `mentor probe`.
 pub fn run(args: &ProbeArgs) -> Result<()> {
@@ -39,17 +39,17 @@ pub fn run(args: &ProbeArgs) -> Result<()> {
     opts.validate().map_err(anyhow::Error::msg).context("invalid probe options")?;
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
     let report = super::sandbox::with_code(code, cfg.data.code_reward, |v| {
-        crate::probe::run(&cfg, v, &opts).context("the probe failed")
+        mentor_lab::probe::run(&cfg, v, &opts).context("the probe failed")
     })?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        print!("{}", crate::probe::report::table(&report));
+        print!("{}", mentor_lab::probe::report::table(&report));
     }
     eprintln!(
         "{} → {}",
-        crate::probe::report::summary_line(&report),
-        cfg.output_dir().join(crate::probe::report::MARKDOWN_FILE).display()
+        mentor_lab::probe::report::summary_line(&report),
+        cfg.output_dir().join(mentor_lab::probe::report::MARKDOWN_FILE).display()
     );
     Ok(())
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::eval::EvalRow;
-use crate::train::{Progress, StepRecord};
+use mentor_trainer::eval::EvalRow;
+use mentor_trainer::train::{Progress, StepRecord};
 
 /// A progress bar on stderr (hidden when stderr is not a terminal or `visible` is false;
 /// notes and evaluations are still printed as lines).

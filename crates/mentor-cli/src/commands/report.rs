@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 pub use crate::cli::ReportArgs;
-use crate::report::{load_run, load_runs_under, write_report};
-use crate::train::RUN_FILE;
+use mentor_lab::report::{load_run, load_runs_under, write_report};
+use mentor_trainer::train::RUN_FILE;
 
 /// Runs `mentor report`.
 pub fn run(args: &ReportArgs) -> Result<()> {

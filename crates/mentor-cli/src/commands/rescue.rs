@@ -1,10 +1,10 @@
-//! `mentor rescue`: the paired rescue measurement ([`crate::rescue`]) of a config, with its
+//! `mentor rescue`: the paired rescue measurement ([`mentor_lab::rescue`]) of a config, with its
 //! table on stdout (or the summary as JSON) and a one-line summary on stderr.
 
 use anyhow::{Context, Result};
 
 pub use crate::cli::RescueArgs;
-use crate::config::{DataKind, TrainConfig};
+use mentor_trainer::config::{DataKind, TrainConfig};
 
 /// Runs `mentor rescue`.
 pub fn run(args: &RescueArgs) -> Result<()> {
@@ -15,8 +15,8 @@ pub fn run(args: &RescueArgs) -> Result<()> {
     }
     let dir = cfg.output_dir().to_path_buf();
     for &seed in &args.seeds {
-        let seed_dir = crate::rescue::pooled::seed_dir(&dir, seed);
-        if seed_dir.join(crate::rescue::records::SUMMARY_FILE).is_file() {
+        let seed_dir = mentor_lab::rescue::pooled::seed_dir(&dir, seed);
+        if seed_dir.join(mentor_lab::rescue::records::SUMMARY_FILE).is_file() {
             eprintln!("rescue: seed {seed} already measured in {} (not run again)", seed_dir.display());
             continue;
         }
@@ -27,19 +27,29 @@ pub fn run(args: &RescueArgs) -> Result<()> {
         // Each seed's table stays in its directory; stdout gets the pooled one.
         one(&c, None)?;
     }
-    let pooled = crate::rescue::pooled::pool(&dir, cfg.rescue.bootstrap, crate::seed::mix(&[0xb007, 0x5eed]))
-        .context("pooling the seeds")?;
-    crate::jsonl::write_json(&dir.join(crate::rescue::pooled::POOLED_JSON), &pooled)?;
-    let md = crate::rescue::pooled::markdown(&pooled);
-    crate::jsonl::write_atomic(&dir.join(crate::rescue::pooled::POOLED_MARKDOWN), md.as_bytes())?;
+    let pooled = mentor_lab::rescue::pooled::pool(
+        &dir,
+        cfg.rescue.bootstrap,
+        mentor_trainer::seed::mix(&[0xb007, 0x5eed]),
+    )
+    .context("pooling the seeds")?;
+    mentor_trainer::jsonl::write_json(&dir.join(mentor_lab::rescue::pooled::POOLED_JSON), &pooled)?;
+    let md = mentor_lab::rescue::pooled::markdown(&pooled);
+    mentor_trainer::jsonl::write_atomic(
+        &dir.join(mentor_lab::rescue::pooled::POOLED_MARKDOWN),
+        md.as_bytes(),
+    )?;
     // The problem- and template-clustered contrasts over the chunks' distinct problems.
-    let analysis =
-        crate::rescue::contrasts::analyse_dir(&dir, cfg.rescue.bootstrap, crate::seed::mix(&[0xa7a, 0x5eed]))
-            .context("analysing the chunks")?;
-    crate::jsonl::write_json(&dir.join(crate::rescue::contrasts::ANALYSIS_JSON), &analysis)?;
-    let analysis_md = crate::rescue::contrasts::markdown(&analysis);
-    crate::jsonl::write_atomic(
-        &dir.join(crate::rescue::contrasts::ANALYSIS_MARKDOWN),
+    let analysis = mentor_lab::rescue::contrasts::analyse_dir(
+        &dir,
+        cfg.rescue.bootstrap,
+        mentor_trainer::seed::mix(&[0xa7a, 0x5eed]),
+    )
+    .context("analysing the chunks")?;
+    mentor_trainer::jsonl::write_json(&dir.join(mentor_lab::rescue::contrasts::ANALYSIS_JSON), &analysis)?;
+    let analysis_md = mentor_lab::rescue::contrasts::markdown(&analysis);
+    mentor_trainer::jsonl::write_atomic(
+        &dir.join(mentor_lab::rescue::contrasts::ANALYSIS_MARKDOWN),
         analysis_md.as_bytes(),
     )?;
     if args.json {
@@ -51,7 +61,7 @@ pub fn run(args: &RescueArgs) -> Result<()> {
         "rescue: pooled seeds {:?} ({} collapsed problems in all) → {}",
         pooled.seeds,
         pooled.collapsed.iter().sum::<usize>(),
-        dir.join(crate::rescue::pooled::POOLED_MARKDOWN).display()
+        dir.join(mentor_lab::rescue::pooled::POOLED_MARKDOWN).display()
     );
     Ok(())
 }
@@ -61,17 +71,17 @@ pub fn run(args: &RescueArgs) -> Result<()> {
 fn one(cfg: &TrainConfig, json: Option<bool>) -> Result<()> {
     let code = matches!(cfg.data.kind, DataKind::Mbpp | DataKind::Humaneval);
     let summary = super::sandbox::with_code(code, cfg.data.code_reward, |v| {
-        crate::rescue::run(cfg, v).context("the rescue measurement failed")
+        mentor_lab::rescue::run(cfg, v).context("the rescue measurement failed")
     })?;
     match json {
         Some(true) => println!("{}", serde_json::to_string(&summary)?),
-        Some(false) => print!("{}", crate::rescue::report::table(&summary)),
+        Some(false) => print!("{}", mentor_lab::rescue::report::table(&summary)),
         None => {}
     }
     let rates: Vec<String> = summary
         .arms
         .iter()
-        .map(|a| format!("{} {:.2}", crate::rescue::report::label(&a.arm, a.level), a.rescue_rate))
+        .map(|a| format!("{} {:.2}", mentor_lab::rescue::report::label(&a.arm, a.level), a.rescue_rate))
         .collect();
     eprintln!(
         "rescue: {} collapsed of {} problems (unhinted pass rate {:.3}); rescue rate {}; {:.0} s; {} → {}",
@@ -83,8 +93,8 @@ fn one(cfg: &TrainConfig, json: Option<bool>) -> Result<()> {
         summary
             .memory
             .as_ref()
-            .map_or_else(|| "memory not measured".into(), crate::rescue::report::memory_line),
-        summary.dir.join(crate::rescue::records::REPORT_FILE).display()
+            .map_or_else(|| "memory not measured".into(), mentor_lab::rescue::report::memory_line),
+        summary.dir.join(mentor_lab::rescue::records::REPORT_FILE).display()
     );
     Ok(())
 }

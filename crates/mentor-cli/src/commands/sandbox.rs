@@ -4,7 +4,7 @@
 use anyhow::Result;
 use mentor_core::Verifier;
 
-use crate::config::CodeReward;
+use mentor_trainer::config::CodeReward;
 
 /// Calls `f` with the code verifier when `needed` (starting the sandbox), else with `None`;
 /// `reward` is the config's `data.code_reward`.

@@ -3,8 +3,8 @@
 use anyhow::{Context, Result};
 
 pub use crate::cli::TrainArgs;
-use crate::config::{DataKind, TrainConfig};
-use crate::train::{train, TrainOptions};
+use mentor_trainer::config::{DataKind, TrainConfig};
+use mentor_trainer::train::{train, TrainOptions};
 
 /// Runs `mentor train`.
 pub fn run(args: &TrainArgs) -> Result<()> {

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::stats::wilson;
-use crate::strata::{PromptStyle, Source};
+use mentor_trainer::strata::{PromptStyle, Source};
 
 /// The regime a preset should run at: unhinted pass@1 in `[LOW, HIGH]`.
 pub const LOW: f64 = 0.10;

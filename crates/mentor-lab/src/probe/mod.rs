@@ -22,7 +22,7 @@
 pub mod grid;
 mod options;
 pub mod report;
-use crate::strata;
+use mentor_trainer::strata;
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -34,9 +34,9 @@ use mentor_policy::{GenerateConfig, Policy, Sampler};
 pub use self::options::{ProbeOptions, ProbeReport};
 
 use self::grid::{Cell, Status};
-use crate::error::{Error, Result};
-use crate::seed::mix;
-use crate::strata::Stratum;
+use mentor_trainer::seed::mix;
+use mentor_trainer::strata::Stratum;
+use mentor_trainer::{Error, Result};
 
 /// The stream of the probe's attempts.
 pub const PROBE_STREAM: u64 = 0x9e0b;
@@ -77,7 +77,7 @@ fn draw(
     for &i in &order {
         for g in 0..n {
             rows.push(prompts[i].clone());
-            seeds.push(mix(&[seed, PROBE_STREAM, crate::seed::str_key(&items[i].0.id), g as u64]));
+            seeds.push(mix(&[seed, PROBE_STREAM, mentor_trainer::seed::str_key(&items[i].0.id), g as u64]));
             owner.push((i, g));
         }
     }
@@ -262,12 +262,13 @@ pub fn probe(
 /// Runs `mentor probe` for a config: its training data's strata (and the arithmetic stratum
 /// for math data), its model; writes `probe.json` and `probe.md` to `run.output_dir`.
 pub fn run(
-    cfg: &crate::config::TrainConfig,
+    cfg: &mentor_trainer::config::TrainConfig,
     code: Option<&dyn Verifier>,
     opts: &ProbeOptions,
 ) -> Result<ProbeReport> {
     let t0 = Instant::now();
-    let crate::train::Tasks::Dataset { train: tasks, .. } = crate::train::load_tasks(cfg)? else {
+    let mentor_trainer::train::Tasks::Dataset { train: tasks, .. } = mentor_trainer::train::load_tasks(cfg)?
+    else {
         return Err(Error::Config {
             file: "[data]".into(),
             message:
@@ -292,8 +293,8 @@ pub fn run(
     }
     let dir = cfg.output_dir().to_path_buf();
     std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
-    let policy = crate::policy::build(&cfg.model, cfg.run.seed)?;
-    let verifier = crate::verify::DomainVerifier::new(code);
+    let policy = mentor_trainer::policy::build(&cfg.model, cfg.run.seed)?;
+    let verifier = mentor_trainer::verify::DomainVerifier::new(code);
     let bar = crate::progress::bar(cfg.run.progress, "probe");
     let Grid { cells, rounds, rows, tokens, budget_hit } =
         probe(&policy, &verifier, &strata, opts, cfg.run.seed, &bar)?;
@@ -311,8 +312,11 @@ pub fn run(
         seconds: t0.elapsed().as_secs_f64(),
         budget_hit,
     };
-    crate::jsonl::write_json(&dir.join(report::JSON_FILE), &report)?;
-    crate::jsonl::write_atomic(&dir.join(report::MARKDOWN_FILE), report::markdown(&report).as_bytes())?;
+    mentor_trainer::jsonl::write_json(&dir.join(report::JSON_FILE), &report)?;
+    mentor_trainer::jsonl::write_atomic(
+        &dir.join(report::MARKDOWN_FILE),
+        report::markdown(&report).as_bytes(),
+    )?;
     Ok(report)
 }
 
@@ -322,8 +326,8 @@ mod tests {
     use mentor_policy::Config;
 
     use super::*;
-    use crate::curriculum::ALPHABET;
-    use crate::strata::PromptStyle;
+    use mentor_tasks::curriculum::ALPHABET;
+    use mentor_trainer::strata::PromptStyle;
 
     fn policy() -> Policy {
         Policy::char_level(ALPHABET, Config::tiny(0, 32, 2, 4, 2), 7, DType::F32, &Device::Cpu).unwrap()
@@ -358,7 +362,7 @@ mod tests {
     #[test]
     fn the_grid_runs_on_a_tiny_model() {
         let p = policy();
-        let v = crate::verify::DomainVerifier::new(None);
+        let v = mentor_trainer::verify::DomainVerifier::new(None);
         let strata =
             [stratum("easy", strata::Source::Dataset, 6), stratum("hard", strata::Source::Dataset, 6)];
         let Grid { cells, rounds, rows, tokens, budget_hit: budget } =
@@ -384,7 +388,7 @@ mod tests {
     #[test]
     fn a_truncated_attempt_is_the_shorter_runs_attempt() {
         let p = policy();
-        let v = crate::verify::DomainVerifier::new(None);
+        let v = mentor_trainer::verify::DomainVerifier::new(None);
         let t = tasks("x", 3);
         let items: Vec<(&Task, Vec<mentor_core::Message>)> =
             t.iter().map(|t| (t, t.prompt.clone())).collect();
@@ -400,7 +404,7 @@ mod tests {
         }
         // And the texts themselves: generating at 3 gives the first 3 tokens of generating at 9.
         let prompt = vec![p.encode_chat(&t[0].prompt).unwrap()];
-        let seed = [mix(&[5, PROBE_STREAM, crate::seed::str_key(&t[0].id), 0])];
+        let seed = [mix(&[5, PROBE_STREAM, mentor_trainer::seed::str_key(&t[0].id), 0])];
         let cfg = |l| GenerateConfig {
             sampler: Sampler { temperature: 1.0, top_p: 1.0, top_k: 0 },
             max_new_tokens: l,

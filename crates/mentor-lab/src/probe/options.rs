@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::grid::{Cell, Regime};
-use crate::strata::PromptStyle;
+use mentor_trainer::strata::PromptStyle;
 
 /// What the probe samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

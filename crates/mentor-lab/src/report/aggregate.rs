@@ -7,8 +7,8 @@
 //! it, at the highest level evaluated).
 
 use super::load::RunData;
-use crate::config::Arm;
-use crate::train::StepRecord;
+use mentor_trainer::config::Arm;
+use mentor_trainer::train::StepRecord;
 
 /// A number read off each `metrics.jsonl` line ([`StepRecord`]), for the per-run tables and
 /// the per-step plots: the one place that says which fields of the trainer's record the
@@ -122,7 +122,7 @@ pub struct FinalEval {
     /// `None` when the row did not record them (older runs) or recorded a number of outcomes
     /// other than its `n`.
     ///
-    /// [`EvalRow::correct`]: crate::eval::EvalRow::correct
+    /// [`EvalRow::correct`]: mentor_trainer::eval::EvalRow::correct
     pub correct: Option<Vec<bool>>,
 }
 
@@ -159,7 +159,7 @@ pub struct RunStats {
     pub seconds_per_step: Option<f64>,
     /// Final evaluation at the hard level, if any eval ran.
     pub final_eval: Option<FinalEval>,
-    /// The pretrained model's seed ([`crate::train::RunInfo::pretrain_seed`]).
+    /// The pretrained model's seed ([`mentor_trainer::train::RunInfo::pretrain_seed`]).
     pub pretrain_seed: Option<u64>,
     /// Hints shown over all steps (escalations count; `full_solution`: references trained on).
     pub hints: usize,
@@ -271,7 +271,7 @@ fn final_eval(run: &RunData) -> Option<FinalEval> {
         .iter()
         .find(|e| e.set.is_none())
         .map_or_else(|| run.evals.first().and_then(|e| e.set.clone()), |_| None);
-    let of_main = |e: &&crate::eval::EvalRow| e.set == main;
+    let of_main = |e: &&mentor_trainer::eval::EvalRow| e.set == main;
     let has_hard = run.info.hard_level.filter(|h| run.evals.iter().filter(of_main).any(|e| e.level == *h));
     let level = has_hard.or_else(|| run.evals.iter().filter(of_main).map(|e| e.level).max())?;
     // Last row wins on duplicate steps (a re-run evaluation overrides an earlier one).

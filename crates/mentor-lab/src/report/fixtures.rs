@@ -11,10 +11,10 @@ use mentor_grpo::RolloutStats;
 use mentor_integration::{FailedAttempt, InterventionRecord};
 
 use super::load::RunData;
-use crate::config::Arm;
-use crate::eval::EvalRow;
-use crate::train::records::{InterventionLine, StepTiming};
-use crate::train::{InterventionEntry, RunInfo, StepRecord};
+use mentor_trainer::config::Arm;
+use mentor_trainer::eval::EvalRow;
+use mentor_trainer::train::{InterventionEntry, RunInfo, StepRecord};
+use mentor_trainer::train::{InterventionLine, StepTiming};
 
 /// A trained step of a curriculum run at level 4 with 8 groups: `reward` mean unhinted
 /// reward, `zrf` zero-reward fraction, `intervened` / `rescued` groups.
@@ -229,12 +229,16 @@ pub fn eval_jsonl(rows: &[EvalRow]) -> String {
 pub fn write_run_dir(root: &Path, run: &RunData) -> PathBuf {
     let dir = root.join(&run.info.name);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(crate::train::RUN_FILE), serde_json::to_string(&run.info).unwrap()).unwrap();
-    std::fs::write(dir.join(crate::train::METRICS_FILE), metrics_jsonl(&run.steps)).unwrap();
-    std::fs::write(dir.join(crate::train::EVAL_FILE), eval_jsonl(&run.evals)).unwrap();
+    std::fs::write(dir.join(mentor_trainer::train::RUN_FILE), serde_json::to_string(&run.info).unwrap())
+        .unwrap();
+    std::fs::write(dir.join(mentor_trainer::train::METRICS_FILE), metrics_jsonl(&run.steps)).unwrap();
+    std::fs::write(dir.join(mentor_trainer::train::EVAL_FILE), eval_jsonl(&run.evals)).unwrap();
     if !run.interventions.is_empty() {
-        std::fs::write(dir.join(crate::train::INTERVENTIONS_FILE), interventions_jsonl(&run.interventions))
-            .unwrap();
+        std::fs::write(
+            dir.join(mentor_trainer::train::INTERVENTIONS_FILE),
+            interventions_jsonl(&run.interventions),
+        )
+        .unwrap();
     }
     dir
 }

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use mentor_integration::FailedAttempt;
 use serde::Serialize;
 
+use super::aggregate::arm_order;
 use super::load::RunData;
-use super::stats::arm_order;
-use crate::train::InterventionEntry;
+use mentor_trainer::train::InterventionEntry;
 
 /// Examples shown per (level, category) cell.
 pub const EXAMPLES_PER_CELL: usize = 2;

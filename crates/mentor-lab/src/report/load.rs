@@ -16,13 +16,13 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use crate::eval::EvalRow;
-use crate::train::INTERVENTIONS_FILE;
-use crate::train::{InterventionEntry, RunInfo, StepRecord};
+use mentor_trainer::eval::EvalRow;
+use mentor_trainer::train::INTERVENTIONS_FILE;
+use mentor_trainer::train::{InterventionEntry, RunInfo, StepRecord};
 
 use super::ReportError;
 
-use crate::train::{EVAL_FILE, METRICS_FILE, RUN_FILE};
+use mentor_trainer::train::{EVAL_FILE, METRICS_FILE, RUN_FILE};
 
 /// Everything the report needs from one run directory.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,12 +3,12 @@
 
 use std::fmt::Write;
 
+use super::aggregate::{Agg, ArmRow, RunStats, DYNAMICS, REWARD, ZRF};
 use super::cells::{num, small_num, MISSING};
 use super::hints::{ArmHints, HintExample, EXAMPLES_PER_CELL, NO_DIAGNOSIS};
 use super::paired::{markdown_section, PairedSummary};
 use super::plot::{known_arm_color, SMOOTH_WINDOW};
-use super::stats::{Agg, ArmRow, RunStats, DYNAMICS, REWARD, ZRF};
-use crate::config::Arm;
+use mentor_trainer::config::Arm;
 
 /// A plot to link from the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -314,10 +314,10 @@ fn plot_links(plots: &[PlotLink]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::aggregate::FinalEval;
     use crate::report::fixtures::{intervention, mentor, run, step};
     use crate::report::hints::hint_tables;
     use crate::report::paired::{paired_summary, Bootstrap};
-    use crate::report::stats::FinalEval;
     use mentor_core::FailureCategory;
 
     fn stats(name: &str, arm: &str, seed: u64, reward: Option<f64>, pass1: Option<f64>) -> RunStats {

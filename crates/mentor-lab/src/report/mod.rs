@@ -1,7 +1,7 @@
 //! Markdown + SVG reports over MENTOR training-run directories.
 //!
 //! [`load_run`] reads one run directory as the trainer's own record types
-//! ([`crate::train::StepRecord`], [`crate::eval::EvalRow`], [`crate::train::InterventionEntry`]);
+//! ([`mentor_trainer::train::StepRecord`], [`mentor_trainer::eval::EvalRow`], [`mentor_trainer::train::InterventionEntry`]);
 //! [`write_report`] turns a set of runs into `report.md` (per-run and per-arm tables, the
 //! `paired` comparison of final accuracy per seed with bootstrap intervals, training
 //! dynamics, the hints of each hint-giving arm) plus SVG plots (`reward.svg`, `zrf.svg`,
@@ -9,6 +9,7 @@
 //! `eval_level_<L>.svg`) in an output directory. Every file is written atomically (temp file
 //! in the same directory, then rename).
 
+mod aggregate;
 mod cells;
 mod error;
 #[cfg(test)]
@@ -16,20 +17,19 @@ mod fixtures;
 mod hints;
 mod load;
 mod markdown;
-pub(crate) mod paired;
+pub mod paired;
 mod plot;
-mod stats;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+pub use aggregate::{arm_table, run_stats, Agg, ArmRow, RunStats};
 pub use error::ReportError;
 pub use hints::{hint_tables, ArmHints};
 pub use load::{load_run, load_runs_under, RunData};
 pub use paired::{paired_summary, Bootstrap, PairedSummary};
 pub use plot::arm_color;
 pub(crate) use plot::{curves_chart, render_svg, Curve};
-pub use stats::{arm_table, run_stats, Agg, ArmRow, RunStats};
 
 /// Name of the Markdown file written by [`write_report`].
 pub const REPORT_FILE: &str = "report.md";
@@ -48,7 +48,7 @@ pub struct ReportSummary {
     /// The hint tables of the arms that recorded interventions (same as the report's).
     pub hints: Vec<ArmHints>,
     /// The paired comparison of final accuracy (the report's paired section; what
-    /// `mentor demo` writes as [`crate::jsonl::SUMMARY_FILE`]), with the default [`Bootstrap`].
+    /// `mentor demo` writes as [`mentor_trainer::jsonl::SUMMARY_FILE`]), with the default [`Bootstrap`].
     pub paired: PairedSummary,
 }
 
@@ -59,7 +59,7 @@ pub fn write_report(runs: &[RunData], out_dir: &Path, title: &str) -> Result<Rep
     }
     fs::create_dir_all(out_dir).map_err(|source| ReportError::Io { path: out_dir.to_path_buf(), source })?;
     let mut ordered: Vec<&RunData> = runs.iter().collect();
-    ordered.sort_by_key(|r| stats::run_order(r));
+    ordered.sort_by_key(|r| aggregate::run_order(r));
     let per_run: Vec<RunStats> = ordered.iter().map(|r| run_stats(r)).collect();
     let table = arm_table(&per_run);
     let hints = hint_tables(&ordered);
@@ -79,11 +79,11 @@ pub fn write_report(runs: &[RunData], out_dir: &Path, title: &str) -> Result<Rep
     Ok(ReportSummary { markdown: markdown_path, plots, runs: runs.len(), table, hints, paired })
 }
 
-/// Writes `bytes` to `path` atomically ([`crate::jsonl::write_atomic`]: a temp file in the
+/// Writes `bytes` to `path` atomically ([`mentor_trainer::jsonl::write_atomic`]: a temp file in the
 /// same directory, fsync, rename), with the report's error type.
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    crate::jsonl::write_atomic(path, bytes).map_err(|e| match e {
-        crate::Error::Io { path, source } => ReportError::Io { path, source },
+    mentor_trainer::jsonl::write_atomic(path, bytes).map_err(|e| match e {
+        mentor_trainer::Error::Io { path, source } => ReportError::Io { path, source },
         other => {
             ReportError::Io { path: path.to_path_buf(), source: std::io::Error::other(other.to_string()) }
         }
@@ -93,10 +93,10 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Arm;
-    use crate::train::{StepRecord, EVAL_FILE, INTERVENTIONS_FILE, METRICS_FILE};
     use fixtures::{eval, eval_outcomes, intervention, mentor, outcomes, run, step, vanilla, write_run_dir};
     use mentor_core::FailureCategory;
+    use mentor_trainer::config::Arm;
+    use mentor_trainer::train::{StepRecord, EVAL_FILE, INTERVENTIONS_FILE, METRICS_FILE};
 
     /// A mentor run of 4 steps (jump at 2): rewards as given, ZRF 0.5, 4 interventions per
     /// step of which `seed + 1` rescued; final pass@1 at level 4 `pass1`.
@@ -222,8 +222,8 @@ mod tests {
         assert!(md.contains("| 0 | 0.400 | 0.600 | 0.500 |\n| 1 | 0.300 | 0.700 | – |\n"), "{md}");
         assert!(md.contains("| odd | 1 | -0.100 [–] |"), "{md}");
         // What `mentor demo` writes beside the report.
-        let path = out.join(crate::jsonl::SUMMARY_FILE);
-        crate::jsonl::write_json(&path, p).unwrap();
+        let path = out.join(mentor_trainer::jsonl::SUMMARY_FILE);
+        mentor_trainer::jsonl::write_json(&path, p).unwrap();
         let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(json["runs"].as_array().unwrap().len(), 5);
         assert_eq!(json["runs"][0]["arm"], vanilla());

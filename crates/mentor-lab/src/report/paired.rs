@@ -26,10 +26,10 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
+use super::aggregate::{arm_order, FinalEval, RunStats};
 use super::cells::{num, MISSING};
-use super::stats::{arm_order, FinalEval, RunStats};
-use crate::config::Arm;
 use crate::stats::{quantile, resamples};
+use mentor_trainer::config::Arm;
 
 /// Default number of bootstrap resamples.
 pub const RESAMPLES: usize = 2000;
@@ -356,8 +356,8 @@ fn resampled_accuracy(correct: &[bool], (pretrain, run_seed): RunKey, b: &Bootst
     }
     // (Pretrained model 0 keeps the draws of reports from before pretrained models were keyed.)
     let seed = match pretrain {
-        0 => crate::seed::mix(&[b.seed, run_seed, n as u64]),
-        p => crate::seed::mix(&[b.seed, run_seed, n as u64, p]),
+        0 => mentor_trainer::seed::mix(&[b.seed, run_seed, n as u64]),
+        p => mentor_trainer::seed::mix(&[b.seed, run_seed, n as u64, p]),
     };
     Some(
         resamples(n, b.resamples, seed)
@@ -490,8 +490,8 @@ pub fn markdown_section(summary: &PairedSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::aggregate::run_stats;
     use crate::report::fixtures::{eval, eval_outcomes, mentor, outcomes, run, step, vanilla};
-    use crate::report::stats::run_stats;
 
     /// Stats of a run whose final evaluation has outcomes `correct` (no evaluation if `None`).
     fn stats(arm: &str, seed: u64, correct: Option<&[bool]>) -> RunStats {

@@ -8,11 +8,11 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::aggregate::{StepMetric, DYNAMICS, REWARD, ZRF};
 use super::load::RunData;
-use super::stats::{StepMetric, DYNAMICS, REWARD, ZRF};
 use super::ReportError;
-use crate::config::Arm;
-use crate::train::StepRecord;
+use mentor_trainer::config::Arm;
+use mentor_trainer::train::StepRecord;
 
 /// Window (in steps) of the trailing moving average applied to the per-step numbers (reward,
 /// ZRF, training dynamics).
@@ -113,7 +113,7 @@ pub fn arm_color(arm: &str) -> (u8, u8, u8) {
         Some(known) => known_arm_color(known).0,
         None => {
             // FNV-1a: stable across runs and platforms.
-            let hash = crate::seed::str_key(arm);
+            let hash = mentor_trainer::seed::str_key(arm);
             OTHER_PALETTE[(hash % OTHER_PALETTE.len() as u64) as usize]
         }
     }
@@ -289,7 +289,7 @@ fn interventions_chart(runs: &[&RunData]) -> Chart {
 }
 
 fn eval_chart(runs: &[&RunData], level: u32, set: Option<&str>) -> Chart {
-    let of_set = |e: &&crate::eval::EvalRow| e.level == level && e.set.as_deref() == set;
+    let of_set = |e: &&mentor_trainer::eval::EvalRow| e.level == level && e.set.as_deref() == set;
     let series = runs
         .iter()
         .filter(|r| r.evals.iter().any(|e| of_set(&e)))
@@ -640,11 +640,11 @@ mod tests {
         );
         // Named evaluation sets get a chart each, apart from the level's.
         for r in &mut runs {
-            let named: Vec<crate::eval::EvalRow> = r
+            let named: Vec<mentor_trainer::eval::EvalRow> = r
                 .evals
                 .iter()
                 .flat_map(|e| {
-                    ["new templates", "same"].map(|n| crate::eval::EvalRow {
+                    ["new templates", "same"].map(|n| mentor_trainer::eval::EvalRow {
                         level: 0,
                         set: Some(n.into()),
                         ..e.clone()

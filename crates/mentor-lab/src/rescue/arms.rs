@@ -1,5 +1,5 @@
 //! The arms' interventions: each arm's mentor, built as training builds it
-//! ([`crate::train::arms::strategy`]), asked for one problem's hint at a level.
+//! ([`mentor_trainer::train::strategy`]), asked for one problem's hint at a level.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,9 +10,9 @@ use mentor_core::{Attempt, Diagnosis, GuardRejection, Hint, HintLevel, Mentor, M
 use mentor_integration::Strategy;
 use mentor_policy::Policy;
 
-use crate::config::RescueArm;
-use crate::config::{Arm, Backend, TrainConfig};
-use crate::error::{Error, Result};
+use mentor_trainer::config::RescueArm;
+use mentor_trainer::config::{Arm, Backend, TrainConfig};
+use mentor_trainer::{Error, Result};
 use mentor_verify_math::MathEquivalence;
 
 /// One row of the results: an arm, at a level for the leveled arms (`None`: with escalation),
@@ -120,11 +120,11 @@ pub type Job<'a> = (&'a Task, &'a [Attempt], HintLevel, &'a [Hint]);
 
 /// Asks `mentor` every job, `wave` at a time, each job on its own thread: a `local` mentor
 /// (`chat` given) then answers a wave's calls in batched model calls (see
-/// [`crate::local_mentor`]), an `llm` one concurrently. Answers come back in the jobs' order,
+/// [`mentor_trainer::local_mentor`]), an `llm` one concurrently. Answers come back in the jobs' order,
 /// each with its share of the wave's wall time as `seconds`.
 pub fn ask_all(
     mentor: &dyn Mentor,
-    chat: Option<&Arc<crate::local_mentor::PolicyChat>>,
+    chat: Option<&Arc<mentor_trainer::local_mentor::PolicyChat>>,
     jobs: &[Job<'_>],
     wave: usize,
 ) -> Result<Vec<Asked>> {
@@ -172,7 +172,7 @@ pub struct Mentors {
     /// `[mentor]` on the `local` backend, when measured.
     pub local: Option<Box<dyn Mentor>>,
     /// The local mentor's chat, to batch its calls across problems (register clients).
-    pub local_chat: Option<Arc<crate::local_mentor::PolicyChat>>,
+    pub local_chat: Option<Arc<mentor_trainer::local_mentor::PolicyChat>>,
     /// Calls of the `llm` / `local` mentor answered by the rules instead (an unparseable
     /// reply or a model error), counted over the whole measurement.
     pub fallbacks: Vec<(RescueArm, Arc<mentor_agents::llm::FallbackCounter>)>,
@@ -196,7 +196,7 @@ impl Mentors {
             let mut c = cfg.clone();
             c.strategy.arm = arm;
             c.mentor.backend = backend;
-            match crate::train::arms::strategy(&c, learner)?.strategy {
+            match mentor_trainer::train::strategy(&c, learner)?.strategy {
                 Strategy::Intervene { mentor, .. } => Ok(mentor),
                 _ => Err(Error::Missing(format!("the `{arm}` arm built no mentor"))),
             }
@@ -206,7 +206,7 @@ impl Mentors {
             let mut c = cfg.clone();
             c.strategy.arm = Arm::Mentor;
             c.mentor.backend = Backend::Llm;
-            let built = crate::train::arms::strategy(&c, learner)?;
+            let built = mentor_trainer::train::strategy(&c, learner)?;
             fallbacks.extend(built.fallbacks.map(|f| (RescueArm::Llm, f)));
             match built.strategy {
                 Strategy::Intervene { mentor, .. } => Some(mentor),
@@ -216,7 +216,7 @@ impl Mentors {
             None
         };
         let (local, local_chat) = if arms.contains(&RescueArm::Local) {
-            if cfg.mentor.model == crate::config::MentorModel::Default {
+            if cfg.mentor.model == mentor_trainer::config::MentorModel::Default {
                 return Err(Error::Config {
                     file: "[rescue]".into(),
                     message:
@@ -225,11 +225,11 @@ impl Mentors {
                 });
             }
             // Built as training builds it, keeping the chat to batch the calls with.
-            let (model, local) = crate::train::arms::local_model(cfg, learner)?;
-            let (mentor, counter, chat) = crate::local_mentor::batching_mentor(
+            let (model, local) = mentor_trainer::train::local_model(cfg, learner)?;
+            let (mentor, counter, chat) = mentor_trainer::local_mentor::batching_mentor(
                 model,
                 local,
-                crate::train::arms::prompts(cfg)?,
+                mentor_trainer::train::prompts(cfg)?,
                 guard(cfg),
                 cfg.rescue.batch_rows,
             );
@@ -255,7 +255,7 @@ impl Mentors {
             no_wrong_op: Box::new(mentor_agents::AgentMentor::new(
                 "rules",
                 Box::new(mentor_agents::rules::RulesDiagnoser),
-                Box::new(mentor_agents::rules::RulesTutor::without_wrong_op(crate::train::arms::prompts(
+                Box::new(mentor_agents::rules::RulesTutor::without_wrong_op(mentor_trainer::train::prompts(
                     cfg,
                 )?)),
                 guard(cfg),
@@ -285,7 +285,7 @@ impl Mentors {
     }
 
     /// The chat to batch `arm`'s calls with (the `local` arm's; `None` for the others).
-    pub fn chat_of(&self, arm: RescueArm) -> Option<&Arc<crate::local_mentor::PolicyChat>> {
+    pub fn chat_of(&self, arm: RescueArm) -> Option<&Arc<mentor_trainer::local_mentor::PolicyChat>> {
         if arm == RescueArm::Local {
             self.local_chat.as_ref()
         } else {
@@ -319,10 +319,10 @@ impl Mentors {
 fn twin(cfg: &TrainConfig, learner: &Arc<Policy>, kind: TwinKind) -> Result<mentor_agents::StepTwin> {
     Ok(mentor_agents::StepTwin::new(
         kind,
-        crate::train::arms::prompts(cfg)?,
+        mentor_trainer::train::prompts(cfg)?,
         guard(cfg),
         cfg.run.seed,
-        crate::train::arms::token_count(learner),
+        mentor_trainer::train::token_count(learner),
     ))
 }
 
@@ -368,7 +368,7 @@ mod tests {
         let cfg = TrainConfig::load("gsm8k-smollm2", &[]).unwrap();
         let learner = Arc::new(
             Policy::char_level(
-                crate::curriculum::ALPHABET,
+                mentor_tasks::curriculum::ALPHABET,
                 mentor_policy::Config::tiny(0, 32, 2, 4, 2),
                 1,
                 candle_core::DType::F32,

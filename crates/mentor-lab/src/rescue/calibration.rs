@@ -9,32 +9,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mentor_core::HintLevel;
-use serde::{Deserialize, Serialize};
 
 use super::arms::ask;
+use super::context::{note, Ctx};
+use super::records::PriorSteps;
 use super::sampling::PairedSampler;
-use super::{note, unhinted, Ctx};
-use crate::error::{Error, Result};
+use super::unhinted;
+use mentor_trainer::{Error, Result};
 
 /// The table's file name.
 pub const FILE: &str = "prior_steps.json";
-
-/// The calibrated table and how it was made.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PriorSteps {
-    /// The stratum whose template set was calibrated.
-    pub stratum: String,
-    /// The family seed of the calibration problems.
-    pub calibration_seed: u64,
-    /// Problems sampled, and of them collapsed.
-    pub problems: usize,
-    /// Collapsed problems diagnosed.
-    pub collapsed: usize,
-    /// `template/steps` → how often the diagnosis located each step (0-based positions).
-    pub counts: BTreeMap<String, Vec<usize>>,
-    /// `template/steps` → the most often located step.
-    pub prior: BTreeMap<String, usize>,
-}
 
 /// Where a run's table lives: beside the chunks (`seed-<s>` directories), else in the run's
 /// directory.
@@ -98,7 +82,7 @@ pub(super) fn prior_steps(ctx: &Ctx<'_>, sampler: &mut PairedSampler<'_>) -> Res
         prior: modes(&counts),
         counts,
     };
-    crate::jsonl::write_json(&file, &table)?;
+    mentor_trainer::jsonl::write_json(&file, &table)?;
     note(
         ctx.bar,
         &format!(

@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use super::records::RescueLine;
 use super::report::label;
-use crate::error::Result;
-use crate::seed::mix;
 use crate::stats;
+use mentor_trainer::seed::mix;
+use mentor_trainer::Result;
 
 /// The analysis JSON, beside the chunks.
 pub const ANALYSIS_JSON: &str = "analysis.json";

@@ -7,8 +7,8 @@
 use mentor_agents::reference_overlap;
 use mentor_core::{Hint, Payload, Task, Verifier};
 
-use super::{Cell, Ctx, Problem};
-use crate::error::Result;
+use super::context::{Cell, Ctx, Problem};
+use mentor_trainer::Result;
 
 /// What a hint shows: its text, and its forced prefix when the text does not contain it.
 pub fn shown(hint: &Hint) -> String {
@@ -101,7 +101,7 @@ mod tests {
 
     #[test]
     fn a_math_hint_leaks_when_the_checker_reads_the_answer_from_it_alone() {
-        let v = crate::verify::DomainVerifier::new(None);
+        let v = mentor_trainer::verify::DomainVerifier::new(None);
         let t = Task::math("t", "What is 6 * 3?", "18");
         let safe = hint("Multiply the two numbers carefully.", None);
         let boxed = hint("The answer is \\boxed{18}.", None);

@@ -17,14 +17,15 @@
 
 pub(crate) mod arms;
 pub(crate) mod calibration;
-pub(crate) mod contrasts;
+mod context;
+pub mod contrasts;
 pub(crate) mod leaks;
-pub(crate) mod pooled;
+pub mod pooled;
 mod quota;
-pub(crate) mod records;
+pub mod records;
 mod regime;
 pub(crate) mod reliance;
-pub(crate) mod report;
+pub mod report;
 mod rounds;
 pub(crate) mod sampling;
 mod summary;
@@ -33,112 +34,19 @@ mod unhinted;
 use std::sync::Arc;
 use std::time::Instant;
 
-use indicatif::ProgressBar;
-use mentor_core::{Attempt, Diagnosis, FailureCategory, GuardRejection, Hint, HintLevel, Task, Verifier};
-use mentor_policy::{Policy, Sampler};
+use mentor_core::{Attempt, HintLevel, Task, Verifier};
+use mentor_policy::Sampler;
 
-pub use crate::config::RescueArm;
+pub use mentor_trainer::config::RescueArm;
 pub use records::RescueSummary;
 
 use self::arms::{ask, Asked, Mentors};
-use self::sampling::{PairedSampler, Scored};
-use crate::config::TrainConfig;
-use crate::error::{Error, Result};
-use crate::live_bytes;
-use crate::train::{load_tasks, Tasks};
-
-/// A collapsed problem.
-struct Problem<'a> {
-    /// Its number in the run's task order (its rows' seeds).
-    index: u64,
-    task: &'a Task,
-    /// The G failed unhinted attempts.
-    attempts: Vec<Attempt>,
-    /// The `rules` mentor's level-1 answer: the diagnosis every arm's breakdown uses.
-    rules_l1: Asked,
-}
-
-impl Problem<'_> {
-    fn category(&self) -> Option<FailureCategory> {
-        self.rules_l1.diagnosis.as_ref().map(|d| d.category)
-    }
-
-    /// Steps of the reference solution (0 without one).
-    fn steps(&self) -> usize {
-        quota::steps(self.task)
-    }
-}
-
-/// One arm row's result on one problem.
-#[derive(Debug, Clone, Default)]
-struct Cell {
-    hints: Vec<Hint>,
-    diagnosis: Option<Diagnosis>,
-    rejections: Vec<GuardRejection>,
-    redactions: Vec<String>,
-    attempts: Vec<Scored>,
-    leaks: usize,
-    hint_tokens: Vec<usize>,
-    mentor_seconds: f64,
-    mentor_calls: usize,
-    cuts: Option<[usize; 2]>,
-    /// Left out of the row's comparisons (`random_prefix` without another cut).
-    excluded: bool,
-    /// Reliance of each rescued (passing) hinted attempt, in attempt order.
-    reliance: Vec<f64>,
-    /// Sequence-level reliance of each rescued hinted attempt (summed log-probs).
-    seq_reliance: Vec<f64>,
-    /// A step twin's targeting.
-    twin: Option<records::TwinSteps>,
-    /// Hints that leak by derivation.
-    derivation_leaks: usize,
-    /// Hints the no-learner solver answers.
-    no_learner: usize,
-}
-
-impl Cell {
-    /// A rescue: a hinted attempt that passed (binary correctness, as collapse is decided).
-    fn rescued(&self) -> bool {
-        any_passed(self.attempts.iter().map(|s| &s.attempt.verdict))
-    }
-
-    fn record(&mut self, asked: &Asked) {
-        self.diagnosis = asked.diagnosis.clone().or(self.diagnosis.take());
-        self.rejections.extend(asked.rejections.iter().cloned());
-        self.redactions.extend(asked.redactions.iter().cloned());
-        self.mentor_seconds += asked.seconds;
-        self.mentor_calls += 1;
-    }
-}
-
-/// Whether any of `verdicts` passed: a group is collapsed when none did
-/// ([`mentor_integration::is_collapsed`], the predicate training uses), rescued when one did.
-/// Binary correctness (`Verdict::passed`), never a shaped reward: a group of code attempts that
-/// each pass some tests is still collapsed.
-fn any_passed<'a>(verdicts: impl IntoIterator<Item = &'a mentor_core::Verdict>) -> bool {
-    !mentor_integration::is_collapsed(verdicts.into_iter().map(mentor_core::Verdict::passed))
-}
-
-/// A line above the bar (or plainly on stderr when the bar is hidden).
-fn note(bar: &ProgressBar, line: &str) {
-    if bar.is_hidden() {
-        eprintln!("{line}");
-    } else {
-        bar.println(line);
-    }
-}
-
-/// What every stage reads: the configuration, the learner, the mentors, the verifier, the
-/// progress bar, and the unhinted and hinted group sizes.
-struct Ctx<'a> {
-    cfg: &'a TrainConfig,
-    policy: &'a Policy,
-    mentors: &'a Mentors,
-    verifier: &'a dyn Verifier,
-    bar: &'a ProgressBar,
-    g_base: usize,
-    g_hint: usize,
-}
+use self::context::{note, Ctx, Problem};
+use self::sampling::PairedSampler;
+use mentor_trainer::config::TrainConfig;
+use mentor_trainer::live_bytes;
+use mentor_trainer::train::{load_tasks, Tasks};
+use mentor_trainer::{Error, Result};
 
 /// Runs the measurement a config describes (`[rescue]` with the run's model, data, sampling,
 /// hint format, credit and mentor settings) and writes its files to `run.output_dir`.
@@ -163,9 +71,9 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
     }
     let dir = cfg.output_dir().to_path_buf();
     std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
-    let policy = Arc::new(crate::policy::build(&cfg.model, cfg.run.seed)?);
+    let policy = Arc::new(mentor_trainer::policy::build(&cfg.model, cfg.run.seed)?);
     let mut mentors = Mentors::build(cfg, &policy, &r.arms)?;
-    let verifier = crate::verify::DomainVerifier::new(code);
+    let verifier = mentor_trainer::verify::DomainVerifier::new(code);
     let (g_base, g_hint) = group_sizes(cfg);
     let sampler_cfg = Sampler {
         temperature: cfg.sampling.temperature,
@@ -187,7 +95,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
             &policy,
             sampler_cfg.clone(),
             cfg.sampling.max_new_tokens,
-            crate::seed::mix(&[cfg.run.seed, r.calibration_seed, 0xca1]),
+            mentor_trainer::seed::mix(&[cfg.run.seed, r.calibration_seed, 0xca1]),
             r.batch_rows,
         );
         let ctx =
@@ -215,7 +123,7 @@ pub fn run(cfg: &TrainConfig, code: Option<&dyn Verifier>) -> Result<RescueSumma
     };
     let base = unhinted::sample(&ctx, &mut sampler, &tasks, &mut admit)?;
     peaks.unhinted = stage_peak();
-    crate::jsonl::write_lines(&dir.join(records::BASE_FILE), &base.lines)?;
+    mentor_trainer::jsonl::write_lines(&dir.join(records::BASE_FILE), &base.lines)?;
     note(
         &bar,
         &format!(
@@ -304,7 +212,7 @@ fn stage_peak() -> Option<usize> {
     peak
 }
 
-/// Peak live heap bytes by stage ([`crate::live_bytes`]; all `None` where not counted).
+/// Peak live heap bytes by stage ([`mentor_trainer::live_bytes`]; all `None` where not counted).
 struct StagePeaks {
     /// Loading the model, the data and the mentors.
     load: Option<usize>,
@@ -321,7 +229,7 @@ impl StagePeaks {
     fn summary(&self) -> records::MemoryPeaks {
         let mib = |b: Option<usize>| b.map(live_bytes::mib);
         records::MemoryPeaks {
-            rss_mib: crate::train::records::peak_rss_mib(),
+            rss_mib: mentor_trainer::train::peak_rss_mib(),
             live_mib: mib([self.load, self.unhinted, self.hinted].into_iter().flatten().max()),
             unhinted_live_mib: mib(self.unhinted),
             hinted_live_mib: mib(self.hinted),
@@ -334,11 +242,6 @@ impl StagePeaks {
 fn group_sizes(cfg: &TrainConfig) -> (usize, usize) {
     let or_group = |n: usize| if n > 0 { n } else { cfg.sampling.group_size };
     (or_group(cfg.rescue.unhinted_samples), or_group(cfg.rescue.hinted_samples))
-}
-
-/// Level `l` (validated to be in 1..=3 with the config; level 1 otherwise).
-fn hint_level(l: u8) -> HintLevel {
-    HintLevel::try_from(l).unwrap_or(HintLevel::NUDGE)
 }
 
 #[cfg(test)]
@@ -365,7 +268,7 @@ mod tests {
         let tasks: Vec<Task> = (0..12).map(|i| gsm(i, 1 + i % 6)).collect();
         // The preset: GSM8K's easiest stratum, few-shot.
         let got = regime::tasks(&cfg(&[]), tasks.clone()).unwrap();
-        assert!(got.iter().all(|t| crate::strata::gsm8k_steps(t) <= 2), "{got:?}");
+        assert!(got.iter().all(|t| mentor_trainer::strata::gsm8k_steps(t) <= 2), "{got:?}");
         let roles: Vec<Role> = got[0].prompt.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
@@ -389,7 +292,7 @@ mod tests {
         assert!(got[8].id.starts_with("heldout/2/4/"), "{}", got[8].id);
         let example = &got[0].prompt[1].content;
         assert!(got.iter().all(|t| !t.question().is_empty() && t.prompt[1].content == *example));
-        assert_eq!(example, &crate::heldout::example(2, 0, 4).question());
+        assert_eq!(example, &mentor_tasks::heldout::example(2, 0, 4).question());
         let e = regime::tasks(&cfg(&["rescue.stratum=\"heldout 4 steps\""]), tasks.clone())
             .unwrap_err()
             .to_string();
@@ -418,7 +321,7 @@ mod tests {
         assert_eq!(m.rescue.collapsed, 40);
         for c in [&g, &a, &m] {
             assert_eq!(group_sizes(c), (4, 2));
-            assert_eq!(c.rescue.prompt, crate::strata::PromptStyle::FewShot);
+            assert_eq!(c.rescue.prompt, mentor_trainer::strata::PromptStyle::FewShot);
             assert_eq!(c.sampling.max_new_tokens, 128);
         }
     }

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::records::{RescueLine, RescueSummary, RESCUE_FILE, SUMMARY_FILE};
 use super::report::label;
-use crate::error::{Error, Result};
 use crate::stats;
+use mentor_trainer::{Error, Result};
 
 /// The pooled JSON, in the measurement's directory.
 pub const POOLED_JSON: &str = "pooled.json";
@@ -339,8 +339,8 @@ mod tests {
     fn write(dir: &Path, seed: u64, lines: &[RescueLine], arms: &[(&str, Option<u8>)]) {
         let d = seed_dir(dir, seed);
         std::fs::create_dir_all(&d).unwrap();
-        crate::jsonl::write_lines(&d.join(RESCUE_FILE), lines).unwrap();
-        crate::jsonl::write_json(&d.join(SUMMARY_FILE), &summary(arms)).unwrap();
+        mentor_trainer::jsonl::write_lines(&d.join(RESCUE_FILE), lines).unwrap();
+        mentor_trainer::jsonl::write_json(&d.join(SUMMARY_FILE), &summary(arms)).unwrap();
     }
 
     /// Two seeds of three problems: units are (seed, problem), an excluded unit is left out of

@@ -70,7 +70,7 @@ mod tests {
     use super::*;
 
     fn task(steps: usize) -> Task {
-        crate::heldout::problem(0, 0, steps)
+        mentor_tasks::heldout::problem(0, 0, steps)
     }
 
     #[test]

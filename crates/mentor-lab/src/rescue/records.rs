@@ -12,7 +12,7 @@ pub const BASE_FILE: &str = "base.jsonl";
 /// One line per intervention.
 pub const RESCUE_FILE: &str = "rescue.jsonl";
 /// The summary.
-pub use crate::jsonl::SUMMARY_FILE;
+pub use mentor_trainer::jsonl::SUMMARY_FILE;
 /// The Markdown report.
 pub const REPORT_FILE: &str = "report.md";
 /// The bar chart of rescue rates.
@@ -109,6 +109,23 @@ pub struct RescueLine {
     /// ([`mentor_agents::no_learner_answer`]).
     #[serde(default)]
     pub no_learner: usize,
+}
+
+/// The calibrated table and how it was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriorSteps {
+    /// The stratum whose template set was calibrated.
+    pub stratum: String,
+    /// The family seed of the calibration problems.
+    pub calibration_seed: u64,
+    /// Problems sampled, and of them collapsed.
+    pub problems: usize,
+    /// Collapsed problems diagnosed.
+    pub collapsed: usize,
+    /// `template/steps` → how often the diagnosis located each step (0-based positions).
+    pub counts: BTreeMap<String, Vec<usize>>,
+    /// `template/steps` → the most often located step.
+    pub prior: BTreeMap<String, usize>,
 }
 
 #[cfg(test)]
@@ -349,5 +366,5 @@ pub struct RescueSummary {
     pub diagnosed_steps: BTreeMap<usize, Vec<usize>>,
     /// `prior_step`'s calibrated table, when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prior_steps: Option<super::calibration::PriorSteps>,
+    pub prior_steps: Option<PriorSteps>,
 }

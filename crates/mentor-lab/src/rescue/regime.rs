@@ -3,8 +3,8 @@
 
 use mentor_core::Task;
 
-use crate::config::TrainConfig;
-use crate::error::{Error, Result};
+use mentor_trainer::config::TrainConfig;
+use mentor_trainer::{Error, Result};
 
 /// The training problems of the configured regime: those of `rescue.stratum` (a stratum of
 /// `mentor probe`, the generated arithmetic problems included), each prompt in
@@ -20,11 +20,11 @@ pub(super) fn calibration(cfg: &TrainConfig) -> Result<Vec<Task>> {
 }
 
 fn tasks_of_family(cfg: &TrainConfig, tasks: Vec<Task>, family_seed: Option<u64>) -> Result<Vec<Task>> {
-    use crate::strata;
+    use mentor_trainer::strata;
     let r = &cfg.rescue;
     let strata_of =
         |tasks: &[Task]| strata::of_dataset(tasks, cfg.data.kind.dataset().map_or("data", |d| d.name()));
-    let generated = crate::config::Generated::parse(&r.stratum);
+    let generated = mentor_trainer::config::Generated::parse(&r.stratum);
     if family_seed.is_some() && generated.is_none() {
         return Err(Error::Config {
             file: "[rescue]".into(),

@@ -11,8 +11,8 @@ use mentor_core::Message;
 use mentor_integration::Credit;
 use mentor_policy::{Entropy, Kernels, LogProbOptions, Policy};
 
-use super::{Cell, Ctx, Problem};
-use crate::error::Result;
+use super::context::{Cell, Ctx, Problem};
+use mentor_trainer::Result;
 
 /// Stage 5: the reliance of every rescued (passing) hinted attempt of `cells`, appended to
 /// its cell in attempt order.
@@ -150,7 +150,7 @@ mod tests {
     use mentor_policy::{GenerateConfig, Sampler};
 
     use super::*;
-    use crate::curriculum::ALPHABET;
+    use mentor_tasks::curriculum::ALPHABET;
 
     /// By hand: each token's log-prob from its own one-token teacher-forced pass over the prompt
     /// and the tokens before it, averaged, on each side; and the hinted side also against the

@@ -9,9 +9,10 @@ use mentor_core::{Hint, HintLevel, HintSource, Task};
 use mentor_integration::Credit;
 
 use super::arms::{self, ask, ask_all, ArmRow, Asked, Mentors};
+use super::context::{hint_level, note, Cell, Ctx, Problem};
 use super::sampling::{PairedSampler, Request, Scored, HINTED_STREAM};
-use super::{hint_level, note, Cell, Ctx, Problem, RescueArm};
-use crate::error::{Error, Result};
+use mentor_trainer::config::RescueArm;
+use mentor_trainer::{Error, Result};
 
 /// Every arm row's cells after its hinted attempts, and what the mentors were asked.
 pub(super) struct Hinted {

@@ -12,8 +12,8 @@ use mentor_core::{Attempt, Completion, Message, Task, Verifier};
 use mentor_policy::GenerateConfig;
 use mentor_policy::{Policy, Sampler};
 
-use crate::error::{Error, Result};
-use crate::seed::mix;
+use mentor_trainer::seed::mix;
+use mentor_trainer::{Error, Result};
 
 /// The stream of the unhinted first attempts.
 pub const BASE_STREAM: u64 = 0xba5e;
@@ -200,7 +200,7 @@ mod tests {
     use mentor_policy::Config;
 
     use super::*;
-    use crate::curriculum::ALPHABET;
+    use mentor_tasks::curriculum::ALPHABET;
 
     fn policy() -> Policy {
         Policy::char_level(ALPHABET, Config::tiny(0, 32, 2, 4, 2), 7, DType::F32, &Device::Cpu).unwrap()
@@ -219,7 +219,7 @@ mod tests {
     #[test]
     fn identical_prompts_get_identical_samples_across_arms_and_batches() {
         let p = policy();
-        let verifier = crate::verify::DomainVerifier::new(None);
+        let verifier = mentor_trainer::verify::DomainVerifier::new(None);
         let bar = ProgressBar::hidden();
         let (a, b) = (Task::math("a", "12+3=", "15"), Task::math("b", "4+4=", "8"));
         let retry = Request { task: &a, key: 4, prompt: a.prompt.clone(), prefix: None };
@@ -257,7 +257,7 @@ mod tests {
     #[test]
     fn fewer_attempts_are_the_first_of_more() {
         let p = policy();
-        let verifier = crate::verify::DomainVerifier::new(None);
+        let verifier = mentor_trainer::verify::DomainVerifier::new(None);
         let bar = ProgressBar::hidden();
         let a = Task::math("a", "12+3=", "15");
         let r = Request { task: &a, key: 4, prompt: a.prompt.clone(), prefix: None };

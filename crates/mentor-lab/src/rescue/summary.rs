@@ -7,14 +7,16 @@ use std::time::Instant;
 use mentor_core::FailureCategory;
 
 use super::arms::ArmRow;
+use super::context::{Cell, Ctx, Problem};
 use super::records::{self, ArmSummary, CategoryArm, CategorySummary, RescueLine, RescueSummary};
 use super::rounds::Hinted;
 use super::sampling::PairedSampler;
 use super::unhinted::Unhinted;
-use super::{reliance, report, Cell, Ctx, Problem, RescueArm};
-use crate::error::{Error, Result};
-use crate::seed::mix;
+use super::{reliance, report};
 use crate::stats;
+use mentor_trainer::config::RescueArm;
+use mentor_trainer::seed::mix;
+use mentor_trainer::{Error, Result};
 
 /// What the measurement learned besides the rows: its memory peaks so far, when it started,
 /// where the diagnosis located the failing step, and `prior_step`'s table.
@@ -22,7 +24,7 @@ pub(super) struct RunFacts {
     pub memory: records::MemoryPeaks,
     pub t0: Instant,
     pub diagnosed_steps: BTreeMap<usize, Vec<usize>>,
-    pub prior_steps: Option<super::calibration::PriorSteps>,
+    pub prior_steps: Option<records::PriorSteps>,
 }
 
 /// Writes the measurement's files into the run's output directory and returns its summary
@@ -46,7 +48,7 @@ pub(super) fn write(
             problems.iter().enumerate().map(move |(p, prob)| intervention_line(row, prob, &cells[k][p]))
         })
         .collect();
-    crate::jsonl::write_lines(&dir.join(records::RESCUE_FILE), &lines)?;
+    mentor_trainer::jsonl::write_lines(&dir.join(records::RESCUE_FILE), &lines)?;
     let seed = mix(&[ctx.cfg.run.seed, 0xb007]);
     let arms = summarize(
         &hinted.rows,
@@ -107,10 +109,13 @@ pub(super) fn write(
         diagnosed_steps,
         prior_steps,
     };
-    crate::jsonl::write_json(&dir.join(records::SUMMARY_FILE), &summary)?;
-    crate::jsonl::write_atomic(&dir.join(records::REPORT_FILE), report::markdown(&summary).as_bytes())?;
+    mentor_trainer::jsonl::write_json(&dir.join(records::SUMMARY_FILE), &summary)?;
+    mentor_trainer::jsonl::write_atomic(
+        &dir.join(records::REPORT_FILE),
+        report::markdown(&summary).as_bytes(),
+    )?;
     let svg = report::chart_svg(&summary).map_err(|e| Error::Missing(format!("the rescue chart: {e}")))?;
-    crate::jsonl::write_atomic(&dir.join(records::CHART_FILE), svg.as_bytes())?;
+    mentor_trainer::jsonl::write_atomic(&dir.join(records::CHART_FILE), svg.as_bytes())?;
     Ok(summary)
 }
 

@@ -5,10 +5,10 @@ use std::time::Instant;
 
 use mentor_core::{Attempt, Task};
 
+use super::context::{any_passed, Ctx};
 use super::records::BaseLine;
 use super::sampling::{PairedSampler, Request, BASE_STREAM};
-use super::{any_passed, Ctx};
-use crate::error::Result;
+use mentor_trainer::Result;
 
 /// What the unhinted attempts found.
 pub(super) struct Unhinted {

@@ -110,9 +110,9 @@ impl Default for DataSection {
 /// A family of generated word problems (math tasks in GSM8K's form).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
-    /// The development family ([`crate::arith`]).
+    /// The development family ([`mentor_tasks::arith`]).
     Arith,
-    /// The held-out templates ([`crate::heldout`]).
+    /// The held-out templates ([`mentor_tasks::heldout`]).
     Heldout,
 }
 

@@ -3,7 +3,7 @@
 //! field and the values it allows.
 //!
 //! One module per section (`[run]` in `run.rs`, ...; `[curriculum]` lives with the curriculum
-//! in `crate::curriculum`), each with the checks that need only its own fields (`validate`);
+//! in `mentor_tasks::curriculum`), each with the checks that need only its own fields (`validate`);
 //! this module holds the whole [`TrainConfig`], loading and the checks that span sections;
 //! `overrides.rs` is the `--set` engine and TRL's other names, `resume.rs` what a `--resume`
 //! may change.
@@ -25,10 +25,10 @@ mod run;
 mod sampling;
 mod strategy;
 
-pub use crate::curriculum::{CurriculumSection, ReferenceStyle};
 pub use data::{CodeReward, DataKind, DataSection, Family, Generated, TaskSpec};
 pub use eval::EvalSection;
 pub use mentor::{Backend, MentorModel, MentorSection, PromptSet};
+pub use mentor_tasks::curriculum::{CurriculumSection, ReferenceStyle};
 pub use model::{ModelChoice, ModelSection};
 pub use overrides::ALIASES;
 use overrides::{alias_of, apply_set, flatten, get_path, resolve_aliases};
@@ -39,8 +39,8 @@ pub use run::RunSection;
 pub use sampling::SamplingSection;
 pub use strategy::{Arm, StrategySection};
 
-use crate::curriculum::MAX_LEVEL;
 use crate::error::{Error, Result};
+use mentor_tasks::curriculum::MAX_LEVEL;
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

@@ -31,7 +31,7 @@ pub const CURRICULUM_WHERE_ONLY: &str = "H line {step} is wrong, {kind}";
 /// are not in the learner's layout (`curriculum.reference = "teacher"`).
 pub fn reference_rewrite(cfg: &TrainConfig) -> Option<mentor_core::ReferenceRewrite> {
     (cfg.data.kind == DataKind::Curriculum && cfg.curriculum.reference == ReferenceStyle::Teacher)
-        .then(|| Arc::new(crate::curriculum::learner_solution) as mentor_core::ReferenceRewrite)
+        .then(|| Arc::new(mentor_tasks::curriculum::learner_solution) as mentor_core::ReferenceRewrite)
 }
 
 /// The hint templates a config names.
@@ -185,7 +185,7 @@ pub fn strategy(cfg: &TrainConfig, learner: &Arc<Policy>) -> Result<Built> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::curriculum::ALPHABET;
+    use mentor_tasks::curriculum::ALPHABET;
 
     #[test]
     fn the_curriculum_hints_are_in_the_tiny_models_alphabet() {
@@ -241,7 +241,7 @@ mod tests {
     #[test]
     fn the_reference_rewrite_follows_the_curriculums_reference_style() {
         let mut cfg = TrainConfig::load("demo", &[]).unwrap();
-        let p = crate::curriculum::Problem { a: 457, b: 68 };
+        let p = mentor_tasks::curriculum::Problem { a: 457, b: 68 };
         assert_eq!(cfg.curriculum.reference, ReferenceStyle::Teacher, "the demo's default");
         let rewrite = reference_rewrite(&cfg).expect("a rewrite for teacher references");
         assert_eq!(rewrite(&p.teacher_solution()), Some(p.solution()));

@@ -13,11 +13,11 @@ pub(crate) mod records;
 pub(crate) mod run;
 pub(crate) mod tasks;
 
-pub use arms::prompts;
+pub use arms::{local_model, prompts, strategy, token_count};
 pub use evaluation::{eval_sets, run_eval, EvalSet};
 pub use records::{
-    InterventionEntry, RunInfo, StepRecord, EVAL_FILE, INTERVENTIONS_FILE, METRICS_FILE, RUN_FILE,
-    SUMMARY_FILE,
+    peak_rss_mib, InterventionEntry, InterventionLine, RunInfo, StepRecord, StepTiming, EVAL_FILE,
+    INTERVENTIONS_FILE, METRICS_FILE, RUN_FILE, SUMMARY_FILE,
 };
 pub use run::{start_eval, train, Progress, TrainOptions};
 pub use tasks::{load_tasks, Tasks};

@@ -23,13 +23,13 @@ use super::records::{
 use super::tasks::{load_tasks, step_tasks, Refill, Tasks};
 use crate::checkpoint;
 use crate::config::{DataKind, TrainConfig};
-use crate::curriculum;
 use crate::error::{Error, Result};
 use crate::eval::EvalRow;
 use crate::jsonl::{truncate_to_step, write_json, JsonlWriter};
 use crate::rollout::{score, PolicyRollout};
 use crate::update::grpo_step;
 use crate::verify::DomainVerifier;
+use mentor_tasks::curriculum;
 
 /// How to run.
 #[derive(Debug, Clone, Default)]

@@ -11,9 +11,9 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use crate::config::{TaskSpec, TrainConfig};
-use crate::curriculum;
 use crate::error::{Error, Result};
 use crate::seed::mix;
+use mentor_tasks::curriculum;
 
 /// Where training tasks come from.
 pub enum Tasks {
