@@ -26,6 +26,9 @@ pub(super) struct Hinted {
     pub distinct: usize,
 }
 
+/// The first round's answers, keyed `(arm, problem, level)`.
+type Answers = HashMap<(RescueArm, usize, u8), Asked>;
+
 /// Asks every arm for its interventions on `problems` and samples `ctx.g_hint` hinted attempts
 /// per hint; `unhinted_rows` (the rows sampled before) only enters the progress note.
 pub(super) fn sample(
@@ -38,12 +41,45 @@ pub(super) fn sample(
     // 3. Every arm's first intervention, sampled in one batch.
     let rows = arms::rows(&r.arms, &r.levels, r.escalate);
     let mut cells: Vec<Vec<Cell>> = rows.iter().map(|_| vec![Cell::default(); problems.len()]).collect();
-    // First-round answers of the diagnosing mentors: (arm, problem, level).
-    let mut asked: HashMap<(RescueArm, usize, u8), Asked> = HashMap::new();
+    let (mut asked, mut model_asks) = first_answers(ctx, problems, &rows)?;
+    let first = first_round(ctx, problems, &rows, &mut cells, &mut asked)?;
+    let mentor_seconds: f64 = cells.iter().flatten().map(|c| c.mentor_seconds).sum();
+    let t_hinted = Instant::now();
+    retry_attempts(ctx, sampler, problems, &rows, &mut cells, &first)?;
+    sample_round(ctx, sampler, problems, &mut cells, first.pending)?;
+
+    // 4. Escalation: each diagnosing arm's rows with escalation ask one level up while every
+    // hinted attempt failed (or no hint passed the guard), as training escalates.
+    for level in 2..=3u8 {
+        escalate(ctx, sampler, problems, &rows, &mut cells, &mut model_asks, level)?;
+    }
+    ctx.bar.finish_and_clear();
+    note(
+        ctx.bar,
+        &format!(
+            "rescue: {} hinted rows ({} tokens in all so far) sampled and verified in {:.0} s; first-round mentor calls {:.1} s",
+            sampler.rows - unhinted_rows,
+            sampler.tokens,
+            t_hinted.elapsed().as_secs_f64(),
+            mentor_seconds
+        ),
+    );
+    Ok(Hinted { rows, cells, model_asks, distinct: first.distinct })
+}
+
+/// The diagnosing mentors' first-round answers: the `rules` mentor's level 1 (each problem's
+/// diagnosis, already asked) and the model mentors' at each of their rows' levels, asked for
+/// all problems at once (batched). Also how many asks each model mentor got.
+fn first_answers(
+    ctx: &Ctx<'_>,
+    problems: &[Problem<'_>],
+    rows: &[ArmRow],
+) -> Result<(Answers, HashMap<RescueArm, usize>)> {
+    let r = &ctx.cfg.rescue;
+    let mut asked: Answers = HashMap::new();
     for (p, prob) in problems.iter().enumerate() {
         asked.insert((RescueArm::Mentor, p, 1), prob.rules_l1.clone());
     }
-    // The model mentors' first-round answers, asked for all problems at once (batched).
     let mut model_asks: HashMap<RescueArm, usize> = HashMap::new();
     for arm in [RescueArm::Llm, RescueArm::Local] {
         let Some(mentor) = ctx.mentors.of(arm) else { continue };
@@ -64,16 +100,34 @@ pub(super) fn sample(
             }
         }
     }
-    let tokens = |text: &str| ctx.policy.tokenizer().encode(text).map_or(0, |ids| ids.len());
-    let mut pending: Vec<(usize, usize, Hint)> = Vec::new();
-    let mut retry_rows: Vec<(usize, usize)> = Vec::new();
-    let mut distinct = 0;
+    Ok((asked, model_asks))
+}
+
+/// What the first round asks to sample: the hints to show (`(row, problem, hint)`), the retry
+/// cells (no hint: attempts drawn apart) and how many problems `random_prefix` found another
+/// cut for.
+struct FirstRound {
+    pending: Vec<(usize, usize, Hint)>,
+    retry: Vec<(usize, usize)>,
+    distinct: usize,
+}
+
+/// Every row's first intervention on every problem, recorded in its cell; a cell whose
+/// control has nothing to show is excluded (and counted).
+fn first_round(
+    ctx: &Ctx<'_>,
+    problems: &[Problem<'_>],
+    rows: &[ArmRow],
+    cells: &mut [Vec<Cell>],
+    asked: &mut Answers,
+) -> Result<FirstRound> {
+    let mut first = FirstRound { pending: Vec::new(), retry: Vec::new(), distinct: 0 };
     for (k, row) in rows.iter().enumerate() {
         for (p, prob) in problems.iter().enumerate() {
             let cell = &mut cells[k][p];
             let answer = match row.arm {
                 RescueArm::Retry => {
-                    retry_rows.push((k, p));
+                    first.retry.push((k, p));
                     continue;
                 }
                 RescueArm::StaticHints
@@ -85,79 +139,109 @@ pub(super) fn sample(
                 }
                 RescueArm::ReferenceInContext => reference_in_context(prob.task),
                 RescueArm::RandomStep | RescueArm::PriorStep | RescueArm::AllSteps => {
-                    let twin = ctx
-                        .mentors
-                        .twin_of(row.arm)
-                        .ok_or_else(|| Error::Missing(format!("no twin built for the `{}` arm", row.arm)))?;
-                    let t0 = Instant::now();
-                    let level = hint_level(row.level.unwrap_or(1));
-                    let got = twin.twin(prob.task, &prob.attempts, level).map_err(|e| {
-                        Error::Integration(mentor_integration::Error::Mentor(mentor_core::MentorError {
-                            backend: row.arm.name().into(),
-                            message: e.to_string(),
-                        }))
-                    })?;
-                    let Some(tw) = got else {
-                        cell.excluded = true;
-                        continue;
-                    };
-                    cell.twin = Some(super::records::TwinSteps {
-                        mentor_step: tw.mentor_step,
-                        twin_steps: tw.twin_steps.clone(),
-                        sizes: tw.sizes,
-                    });
-                    if tw.excluded {
-                        // No step of the mentor's size (or no calibrated step): not a control
-                        // of this problem. Left out of the comparisons, and counted.
-                        cell.excluded = true;
-                        continue;
-                    }
-                    Asked {
-                        hint: tw.hint,
-                        rejections: tw.rejections,
-                        seconds: t0.elapsed().as_secs_f64(),
-                        ..Asked::default()
+                    match twin_answer(ctx, row, prob, cell)? {
+                        Some(a) => a,
+                        None => continue,
                     }
                 }
-                RescueArm::RandomPrefix => {
-                    let l3 = cached(&mut asked, ctx.mentors, RescueArm::Mentor, p, 3, prob)?;
-                    let control = l3.hint.as_ref().and_then(|h| {
-                        mentor_agents::random_prefix::size_matched(prob.task, h, &tokens, &ctx.mentors.guard)
-                    });
-                    match control {
-                        Some(c) => {
-                            cell.cuts = Some([c.mentor_cut, c.random_cut]);
-                            distinct += 1;
-                            Asked { hint: c.hint, rejections: c.rejections, ..Asked::default() }
-                        }
-                        None => {
-                            // No other cut (or no level-3 prefix): not a control of this
-                            // problem. Left out of the comparisons, and counted.
-                            cell.excluded = true;
-                            continue;
-                        }
+                RescueArm::RandomPrefix => match random_prefix_answer(ctx, asked, p, prob, cell)? {
+                    Some(a) => {
+                        first.distinct += 1;
+                        a
                     }
-                }
-                arm => cached(&mut asked, ctx.mentors, arm, p, row.level.unwrap_or(1), prob)?,
+                    None => continue,
+                },
+                arm => cached(asked, ctx.mentors, arm, p, row.level.unwrap_or(1), prob)?,
             };
             cell.record(&answer);
             if let Some(h) = answer.hint {
-                pending.push((k, p, h));
+                first.pending.push((k, p, h));
             }
         }
     }
-    let mentor_seconds: f64 = cells.iter().flatten().map(|c| c.mentor_seconds).sum();
-    let t_hinted = Instant::now();
-    // The retry attempts: as many as escalation may draw (its rounds' attempts); the fixed row
-    // takes them all, the plain row the first G'.
-    let esc_rounds = if r.escalate { 3 } else { 1 };
+    Ok(first)
+}
+
+/// A step twin's hint (the mentor's template about another step); `None`, with the cell
+/// excluded, when the problem has no step of the mentor's size (or no calibrated step): not a
+/// control of this problem, left out of the comparisons and counted.
+fn twin_answer(ctx: &Ctx<'_>, row: &ArmRow, prob: &Problem<'_>, cell: &mut Cell) -> Result<Option<Asked>> {
+    let twin = ctx
+        .mentors
+        .twin_of(row.arm)
+        .ok_or_else(|| Error::Missing(format!("no twin built for the `{}` arm", row.arm)))?;
+    let t0 = Instant::now();
+    let level = hint_level(row.level.unwrap_or(1));
+    let got = twin.twin(prob.task, &prob.attempts, level).map_err(|e| {
+        Error::Integration(mentor_integration::Error::Mentor(mentor_core::MentorError {
+            backend: row.arm.name().into(),
+            message: e.to_string(),
+        }))
+    })?;
+    let Some(tw) = got else {
+        cell.excluded = true;
+        return Ok(None);
+    };
+    cell.twin = Some(super::records::TwinSteps {
+        mentor_step: tw.mentor_step,
+        twin_steps: tw.twin_steps.clone(),
+        sizes: tw.sizes,
+    });
+    if tw.excluded {
+        cell.excluded = true;
+        return Ok(None);
+    }
+    Ok(Some(Asked {
+        hint: tw.hint,
+        rejections: tw.rejections,
+        seconds: t0.elapsed().as_secs_f64(),
+        ..Asked::default()
+    }))
+}
+
+/// The mentor's level-3 hint cut at the other boundary nearest in tokens; `None`, with the
+/// cell excluded, when there is no other cut (or no level-3 prefix).
+fn random_prefix_answer(
+    ctx: &Ctx<'_>,
+    asked: &mut Answers,
+    p: usize,
+    prob: &Problem<'_>,
+    cell: &mut Cell,
+) -> Result<Option<Asked>> {
+    let tokens = |text: &str| ctx.policy.tokenizer().encode(text).map_or(0, |ids| ids.len());
+    let l3 = cached(asked, ctx.mentors, RescueArm::Mentor, p, 3, prob)?;
+    let control = l3
+        .hint
+        .as_ref()
+        .and_then(|h| mentor_agents::random_prefix::size_matched(prob.task, h, &tokens, &ctx.mentors.guard));
+    let Some(c) = control else {
+        cell.excluded = true;
+        return Ok(None);
+    };
+    cell.cuts = Some([c.mentor_cut, c.random_cut]);
+    Ok(Some(Asked { hint: c.hint, rejections: c.rejections, ..Asked::default() }))
+}
+
+/// The retry rows' attempts: as many per problem as escalation may draw (its rounds'
+/// attempts), sampled once per problem; the fixed row takes them all, the plain row the first
+/// G'. Also sizes the progress bar for the hinted stage.
+fn retry_attempts(
+    ctx: &Ctx<'_>,
+    sampler: &mut PairedSampler<'_>,
+    problems: &[Problem<'_>],
+    rows: &[ArmRow],
+    cells: &mut [Vec<Cell>],
+    first: &FirstRound,
+) -> Result<()> {
+    let esc_rounds = if ctx.cfg.rescue.escalate { 3 } else { 1 };
     let retry_problems: Vec<usize> = {
-        let mut ps: Vec<usize> = retry_rows.iter().map(|&(_, p)| p).collect();
+        let mut ps: Vec<usize> = first.retry.iter().map(|&(_, p)| p).collect();
         ps.sort_unstable();
         ps.dedup();
         ps
     };
-    let hinted_rows_planned = pending.len() * ctx.g_hint + retry_problems.len() * ctx.g_hint * esc_rounds;
+    let hinted_rows_planned =
+        first.pending.len() * ctx.g_hint + retry_problems.len() * ctx.g_hint * esc_rounds;
     ctx.bar.set_message("hinted");
     ctx.bar.set_position(0);
     ctx.bar.set_length(hinted_rows_planned as u64);
@@ -171,29 +255,11 @@ pub(super) fn sample(
     let pool =
         sampler.sample(&retry_requests, HINTED_STREAM, ctx.g_hint * esc_rounds, ctx.verifier, ctx.bar)?;
     let pool: HashMap<usize, Vec<Scored>> = retry_problems.iter().copied().zip(pool).collect();
-    for &(k, p) in &retry_rows {
+    for &(k, p) in &first.retry {
         let n = if rows[k].fixed_attempts { ctx.g_hint * esc_rounds } else { ctx.g_hint };
         cells[k][p].attempts = pool[&p][..n.min(pool[&p].len())].to_vec();
     }
-    sample_round(ctx, sampler, problems, &mut cells, pending)?;
-
-    // 4. Escalation: each diagnosing arm's rows with escalation ask one level up while every
-    // hinted attempt failed (or no hint passed the guard), as training escalates.
-    for level in 2..=3u8 {
-        escalate(ctx, sampler, problems, &rows, &mut cells, &mut model_asks, level)?;
-    }
-    ctx.bar.finish_and_clear();
-    note(
-        ctx.bar,
-        &format!(
-            "rescue: {} hinted rows ({} tokens in all so far) sampled and verified in {:.0} s; first-round mentor calls {:.1} s",
-            sampler.rows - unhinted_rows,
-            sampler.tokens,
-            t_hinted.elapsed().as_secs_f64(),
-            mentor_seconds
-        ),
-    );
-    Ok(Hinted { rows, cells, model_asks, distinct })
+    Ok(())
 }
 
 /// One escalation round at `level`: each escalating row asks again on its open (not yet
@@ -258,7 +324,7 @@ fn reference_in_context(task: &Task) -> Asked {
 
 /// A diagnosing arm's first-round answer at `level` for problem `p`, asked once.
 fn cached(
-    asked: &mut HashMap<(RescueArm, usize, u8), Asked>,
+    asked: &mut Answers,
     mentors: &Mentors,
     arm: RescueArm,
     p: usize,
