@@ -321,15 +321,80 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
         })
         .collect();
     let analysis = analyse(task, attempts);
-    let count = |f: &dyn Fn(&mentor_core::MathFeedback) -> bool| feedback.iter().filter(|m| f(m)).count();
-    let no_answer = count(&|m| matches!(m.outcome, MathOutcome::NoAnswer | MathOutcome::Unparseable));
-    let truncated = attempts.iter().filter(|a| a.completion.is_truncated()).count();
-    let sign = count(&|m| matches!(m.relation, Some(MathRelation::SignFlipped)));
-    let unit = count(&|m| {
-        matches!(m.relation, Some(MathRelation::Percentage) | Some(MathRelation::PowerOfTen { .. }))
-    });
-    let multiple = count(&|m| m.outcome == MathOutcome::MultipleAnswers);
+    let counts = Counts::of(attempts, &feedback);
+    let (slips, mut evidence) = slip_evidence(attempts);
+    let (category, agree, shared_mode) = classify(&counts, slips, &analysis, n);
+    if category == FailureCategory::WrongMethod {
+        let quoted =
+            analysis.check.as_ref().and_then(|c| Some((c.wrong_quote.clone()?, c.wrong_operation(n)?)));
+        if let Some(((i, quote), (needed, used))) = quoted {
+            let note = format!(
+                "step {} needs {}; this attempt does {}",
+                analysis.first_wrong.unwrap_or(0) + 1,
+                operation_noun(needed),
+                operation_noun(used)
+            );
+            evidence.insert(0, Evidence { attempt: Some(i), quote, note });
+        }
+    }
+    if let Some(k) = analysis.first_wrong {
+        if let Some((i, line)) = divergent_line(attempts, task) {
+            let note =
+                format!("first reference step not reached: step {} of {}", k + 1, analysis.steps.len());
+            evidence.push(Evidence { attempt: Some(i), quote: line, note });
+        }
+    }
+    for (i, m) in feedback.iter().enumerate().take(2) {
+        if let Some(x) = &m.extracted {
+            evidence.push(Evidence { attempt: Some(i), quote: x.clone(), note: "final answer given".into() });
+        }
+    }
+    Diagnosis {
+        category,
+        shared_mode,
+        evidence,
+        first_wrong_step: analysis.first_wrong,
+        confidence: if category == FailureCategory::Unknown {
+            0.1
+        } else {
+            (agree.min(n) as f32 / n as f32).max(0.3)
+        },
+    }
+}
 
+/// How many attempts show each failure the verifier's feedback names.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    /// No final answer, or one that does not parse.
+    no_answer: usize,
+    /// Stopped by the length limit.
+    truncated: usize,
+    /// The right magnitude with the wrong sign.
+    sign: usize,
+    /// Off by a percentage or a power of ten.
+    unit: usize,
+    /// Several different final answers.
+    multiple: usize,
+}
+
+impl Counts {
+    fn of(attempts: &[Attempt], feedback: &[&mentor_core::MathFeedback]) -> Self {
+        let count = |f: &dyn Fn(&mentor_core::MathFeedback) -> bool| feedback.iter().filter(|m| f(m)).count();
+        Self {
+            no_answer: count(&|m| matches!(m.outcome, MathOutcome::NoAnswer | MathOutcome::Unparseable)),
+            truncated: attempts.iter().filter(|a| a.completion.is_truncated()).count(),
+            sign: count(&|m| matches!(m.relation, Some(MathRelation::SignFlipped))),
+            unit: count(&|m| {
+                matches!(m.relation, Some(MathRelation::Percentage) | Some(MathRelation::PowerOfTen { .. }))
+            }),
+            multiple: count(&|m| m.outcome == MathOutcome::MultipleAnswers),
+        }
+    }
+}
+
+/// How many attempts contain a written calculation that is wrong, and the first such slip of
+/// up to three of them as evidence.
+fn slip_evidence(attempts: &[Attempt]) -> (usize, Vec<Evidence>) {
     let mut evidence = Vec::new();
     let mut slips = 0;
     for (i, a) in attempts.iter().enumerate() {
@@ -344,10 +409,20 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
             }
         }
     }
-    let step_note =
-        |k: usize| format!("first reference step not reached: step {} of {}", k + 1, analysis.steps.len());
+    (slips, evidence)
+}
 
-    let (category, agree, shared_mode) = if truncated * 2 > n {
+/// The failure category shared by most of the `n` attempts, how many agree, and the shared
+/// failure mode in words: the first that holds of length, final answer, sign, unit, the
+/// operation at the first divergent step, written slips, the first step not reached.
+fn classify(
+    counts: &Counts,
+    slips: usize,
+    analysis: &MathAnalysis,
+    n: usize,
+) -> (FailureCategory, usize, String) {
+    let Counts { no_answer, truncated, sign, unit, multiple } = *counts;
+    if truncated * 2 > n {
         (
             FailureCategory::IncompleteReasoning,
             truncated,
@@ -420,40 +495,6 @@ pub(crate) fn diagnose(task: &Task, attempts: &[Attempt]) -> Diagnosis {
             0,
             "the attempts reach a wrong answer for no reason the rules can locate".to_string(),
         )
-    };
-    if category == FailureCategory::WrongMethod {
-        let quoted =
-            analysis.check.as_ref().and_then(|c| Some((c.wrong_quote.clone()?, c.wrong_operation(n)?)));
-        if let Some(((i, quote), (needed, used))) = quoted {
-            let note = format!(
-                "step {} needs {}; this attempt does {}",
-                analysis.first_wrong.unwrap_or(0) + 1,
-                operation_noun(needed),
-                operation_noun(used)
-            );
-            evidence.insert(0, Evidence { attempt: Some(i), quote, note });
-        }
-    }
-    if let Some(k) = analysis.first_wrong {
-        if let Some((i, line)) = divergent_line(attempts, task) {
-            evidence.push(Evidence { attempt: Some(i), quote: line, note: step_note(k) });
-        }
-    }
-    for (i, m) in feedback.iter().enumerate().take(2) {
-        if let Some(x) = &m.extracted {
-            evidence.push(Evidence { attempt: Some(i), quote: x.clone(), note: "final answer given".into() });
-        }
-    }
-    Diagnosis {
-        category,
-        shared_mode,
-        evidence,
-        first_wrong_step: analysis.first_wrong,
-        confidence: if category == FailureCategory::Unknown {
-            0.1
-        } else {
-            (agree.min(n) as f32 / n as f32).max(0.3)
-        },
     }
 }
 
