@@ -779,153 +779,188 @@ _STDLIB_MODULES = frozenset(sys.stdlib_module_names)
 _BUILTIN_NAMESPACE = frozenset(vars(_builtins))
 
 
-def _judge(req, progress):
-    secret = req["secret"]
-    kind = req["kind"]
-    sources = {}
-    result = {"total": 0, "passed": 0, "failure": None, "error": None, "tampered": None, "phase": "compile",
-              "harness_error": None, "unsupported": None}
-    # The running test's assert state: [asserts begun, asserts held, (expected, actual) of the
-    # first failed comparison or None].
-    st = [0, 0, None]
+class _Run:
+    """One judged run's state: its secret and progress callback, the tests' sources (for
+    tracebacks), the running test's assert state and the tests' namespace."""
 
-    def emit(event):
-        """A progress event for the host, tagged with the run's secret."""
-        try:
-            tag = _sha256(("%s\n%s" % (secret, event)).encode()).hexdigest()[:32]
-            progress(tag + " " + event)
-        except BaseException:
-            pass
+    __slots__ = ("secret", "progress", "sources", "st", "tns")
 
-    def held(event, args):
-        n = len(args)
-        if event == "compare":
-            spec = args[0]
-            for i in range(1, n):
-                if not plain(args[i]):
-                    if st[2] is None:
-                        st[2] = ("a plain value", _show(args[i]))
-                    return False
-            for j in range(1, n - 1):
-                k = spec[j]
-                a, b = args[j], args[j + 1]
-                if not (_CMP[k](b, a) if k >= 8 else _CMP[k](a, b)):
-                    if n == 3 and st[2] is None:
-                        st[2] = (_show(a), _show(b)) if spec[0] is True else (_show(b), _show(a))
-                    return False
-            return True
-        # Truth is the value's own: a handle's is answered by the candidate's instance as a
-        # bool (`assert f(x)` on an `re.Match`), which it could always have returned directly.
-        truth = bool(args[0])
-        return not truth if event == "not" else truth
+    def __init__(self, secret, progress):
+        self.secret = secret
+        self.progress = progress
+        self.sources = {}
+        # The running test's assert state: [asserts begun, asserts held, (expected, actual) of
+        # the first failed comparison or None].
+        self.st = [0, 0, None]
+        self.tns = {"__name__": "__main__", "__builtins__": _builtins}
+
+
+def _emit(run, event):
+    """A progress event for the host, tagged with the run's secret."""
+    try:
+        tag = _sha256(("%s\n%s" % (run.secret, event)).encode()).hexdigest()[:32]
+        run.progress(tag + " " + event)
+    except BaseException:
+        pass
+
+
+def _held(st, event, args):
+    n = len(args)
+    if event == "compare":
+        spec = args[0]
+        for i in range(1, n):
+            if not plain(args[i]):
+                if st[2] is None:
+                    st[2] = ("a plain value", _show(args[i]))
+                return False
+        for j in range(1, n - 1):
+            k = spec[j]
+            a, b = args[j], args[j + 1]
+            if not (_CMP[k](b, a) if k >= 8 else _CMP[k](a, b)):
+                if n == 3 and st[2] is None:
+                    st[2] = (_show(a), _show(b)) if spec[0] is True else (_show(b), _show(a))
+                return False
+        return True
+    # Truth is the value's own: a handle's is answered by the candidate's instance as a
+    # bool (`assert f(x)` on an `re.Match`), which it could always have returned directly.
+    truth = bool(args[0])
+    return not truth if event == "not" else truth
+
+
+def _assert_hook(st):
+    """The function the rewritten asserts call (bound as `ASSERT_NAME` in the tests' namespace):
+    it counts the assert, and raises `AssertionError` when it does not hold."""
 
     def assert_event(event, *args):
         st[0] += 1
-        if not held(event, args):
+        if not _held(st, event, args):
             raise AssertionError()
         st[1] += 1
 
-    def exc(e, tb):
-        """Exception info: a candidate exception's own kind, message, line and frames, after
-        the test frames that led to it."""
-        kind_name = _exact(type(e).__name__, 120)
-        try:
-            msg = _exact(str(e), 2000)
-        except BaseException:
-            msg = "<unprintable exception>"
-        line = None
-        lines = []
-        while tb is not None and len(lines) < 256:
-            co = tb.tb_frame.f_code
-            if co.co_filename == "<test>":
-                ln = tb.tb_lineno
-                src = sources.get("<test>", ())
-                text = src[ln - 1].strip() if type(ln) is int and 0 < ln <= len(src) else ""
-                lines.append("<test> line %s, in %s: %s" % (ln, _exact(co.co_name, 120), _exact(text, 200)))
-            tb = tb.tb_next
-        known = _test["errors"].get(id(e))
-        if known is not None and known[0] is e:
-            info = known[1]
-            kind_name = _exact(info[0], 120) if type(info[0]) is str else kind_name
-            msg = _exact(info[1], 2000) if type(info[1]) is str else msg
-            line = info[2] if type(info[2]) is int else None
-            if type(info[3]) is list:
-                lines.extend(_exact(x, 400) for x in info[3] if type(x) is str)
-        return {"kind": kind_name, "message": msg, "line": line, "traceback": lines[-20:]}
+    return assert_event
 
-    def run_one(t, tns):
-        """None on pass; ("wrong", (expected, actual)), ("error", info), ("exit", None) or
-        ("unsupported", why)."""
-        st[0] = 0
-        st[1] = 0
-        st[2] = None
-        outcome = None
-        try:
-            if t["kind"] == "compare":
-                left, right = eval(t["pair"], tns)
-                actual, expected = (right, left) if t["swap"] else (left, right)
-                if not (plain(left) and plain(right)):
-                    outcome = ("wrong", (_show(expected), _show(actual)))
-                else:
-                    op = t["op"]
-                    r = op(right, left) if op is _operator.contains else op(left, right)
-                    if not r:
-                        outcome = ("wrong", (_show(expected), _show(actual)))
+
+def _exc(run, e, tb):
+    """Exception info: a candidate exception's own kind, message, line and frames, after
+    the test frames that led to it."""
+    kind_name = _exact(type(e).__name__, 120)
+    try:
+        msg = _exact(str(e), 2000)
+    except BaseException:
+        msg = "<unprintable exception>"
+    line = None
+    lines = []
+    while tb is not None and len(lines) < 256:
+        co = tb.tb_frame.f_code
+        if co.co_filename == "<test>":
+            ln = tb.tb_lineno
+            src = run.sources.get("<test>", ())
+            text = src[ln - 1].strip() if type(ln) is int and 0 < ln <= len(src) else ""
+            lines.append("<test> line %s, in %s: %s" % (ln, _exact(co.co_name, 120), _exact(text, 200)))
+        tb = tb.tb_next
+    known = _test["errors"].get(id(e))
+    if known is not None and known[0] is e:
+        info = known[1]
+        kind_name = _exact(info[0], 120) if type(info[0]) is str else kind_name
+        msg = _exact(info[1], 2000) if type(info[1]) is str else msg
+        line = info[2] if type(info[2]) is int else None
+        if type(info[3]) is list:
+            lines.extend(_exact(x, 400) for x in info[3] if type(x) is str)
+    return {"kind": kind_name, "message": msg, "line": line, "traceback": lines[-20:]}
+
+
+def _run_one(run, t):
+    """None on pass; ("wrong", (expected, actual)), ("error", info), ("exit", None) or
+    ("unsupported", why)."""
+    st, tns = run.st, run.tns
+    st[0] = 0
+    st[1] = 0
+    st[2] = None
+    outcome = None
+    try:
+        if t["kind"] == "compare":
+            left, right = eval(t["pair"], tns)
+            actual, expected = (right, left) if t["swap"] else (left, right)
+            if not (plain(left) and plain(right)):
+                outcome = ("wrong", (_show(expected), _show(actual)))
             else:
-                exec(t["code"], tns)
-        except CandidateExit:
-            return ("exit", None)
-        except Unsupported as e:
-            return ("unsupported", _exact(str(e), 2000))
-        except BaseException as e:
-            if st[0] != st[1]:
-                return ("wrong", st[2] if st[2] is not None else (None, None))
-            if type(e) is CandidateBroken:
-                return ("error", {"kind": "RuntimeError", "message": _exact(str(e), 2000), "line": None,
-                                  "traceback": []})
-            return ("error", exc(e, e.__traceback__))
+                op = t["op"]
+                r = op(right, left) if op is _operator.contains else op(left, right)
+                if not r:
+                    outcome = ("wrong", (_show(expected), _show(actual)))
+        else:
+            exec(t["code"], tns)
+    except CandidateExit:
+        return ("exit", None)
+    except Unsupported as e:
+        return ("unsupported", _exact(str(e), 2000))
+    except BaseException as e:
         if st[0] != st[1]:
             return ("wrong", st[2] if st[2] is not None else (None, None))
-        return outcome
+        if type(e) is CandidateBroken:
+            return ("error", {"kind": "RuntimeError", "message": _exact(str(e), 2000), "line": None,
+                              "traceback": []})
+        return ("error", _exc(run, e, e.__traceback__))
+    if st[0] != st[1]:
+        return ("wrong", st[2] if st[2] is not None else (None, None))
+    return outcome
 
-    # 1. Parse and compile the tests.
+
+def _bind(run, name):
+    """Binds the program's `name` in the tests' namespace when it is a function or a class
+    (a callable handle): only those are proxied. Returns None when bound, "skip" when the
+    name holds anything else, or a failed outcome."""
     try:
-        program = req["program"]
-        setup = req.get("setup", "")
-        entry = req.get("entry_point")
-        module_stmts, body, param = _split_tests(kind, req, sources)
-        pre = []
-        for s in module_stmts:
-            m = _Module(body=[s], type_ignores=[])
-            _rewrite_asserts(m)
-            pre.append(compile(m, "<test>", "exec"))
-        tests = _compile_tests(body, sources["<test>"])
-        keep = _builtin_targets(body) if kind == "mbpp" else frozenset()
-        setup_code = compile(setup, "<setup>", "exec")
-        after_src = req.get("after", "")
-        after_code = compile(after_src, "<setup>", "exec")
-        prompt_code = _prompt_code(req.get("prompt", ""))
-        trees = [s for s, _ in body] + module_stmts + [_parse(after_src)]
-        used, called, bound = _names(trees)
+        value = _remote({"op": "global", "name": name})
+    except CandidateExit:
+        return ("exit", None)
     except BaseException as e:
-        result["harness_error"] = _exact(type(e).__name__ + ": " + str(e), 2000)
-        return result
-    result["total"] = sum(1 for t in tests if t["kind"] != "setup")
-    emit("program " + str(result["total"]))
+        return ("error", _exc(run, e, None))
+    if type(value) is not Handle or not value._mentor_callable:
+        return "skip"
+    run.tns[name] = value
+    return None
 
-    # 2. The candidate's program, loaded in its own instance.
-    result["phase"] = "program"
+
+def _compile_phase(req, kind, sources):
+    """Phase 1: the tests parsed and compiled (raises on a harness error)."""
+    program = req["program"]
+    setup = req.get("setup", "")
+    entry = req.get("entry_point")
+    module_stmts, body, param = _split_tests(kind, req, sources)
+    pre = []
+    for s in module_stmts:
+        m = _Module(body=[s], type_ignores=[])
+        _rewrite_asserts(m)
+        pre.append(compile(m, "<test>", "exec"))
+    tests = _compile_tests(body, sources["<test>"])
+    keep = _builtin_targets(body) if kind == "mbpp" else frozenset()
+    setup_code = compile(setup, "<setup>", "exec")
+    after_src = req.get("after", "")
+    after_code = compile(after_src, "<setup>", "exec")
+    prompt_code = _prompt_code(req.get("prompt", ""))
+    trees = [s for s, _ in body] + module_stmts + [_parse(after_src)]
+    used, called, bound = _names(trees)
+    return {"program": program, "setup": setup, "entry": entry, "param": param, "pre": pre, "tests": tests,
+            "keep": keep, "setup_code": setup_code, "after_code": after_code, "prompt_code": prompt_code,
+            "used": used, "called": called, "bound": bound}
+
+
+def _load_phase(c, result):
+    """Phase 2: the candidate's program, loaded in its own instance. The names it defines, or
+    None with `result` filled in."""
     try:
-        loaded = _json.loads(wit_world.call_candidate(_dumps({"op": "load", "program": program, "setup": setup})))
+        loaded = _json.loads(wit_world.call_candidate(_dumps({"op": "load", "program": c["program"],
+                                                               "setup": c["setup"]})))
         if type(loaded) is not dict:
             raise ValueError("not an object")
     except BaseException as e:
         result["error"] = {"kind": "RuntimeError", "message": "the candidate's instance failed to load the program ("
                            + type(e).__name__ + ")", "line": None, "traceback": []}
-        return result
+        return None
     if "exit" in loaded:
         result["tampered"] = "the program exited (SystemExit) before the tests ran"
-        return result
+        return None
     if "error" in loaded:
         info = loaded["error"]
         if type(info) is list and len(info) == 4:
@@ -938,46 +973,34 @@ def _judge(req, progress):
                                "traceback": []}
         if loaded.get("phase") == "syntax":
             result["phase"] = "syntax"
-        return result
-    defined = loaded.get("names")
-    defined = frozenset(n for n in defined if type(n) is str) if type(defined) is list else frozenset()
-
-    # 3. The tests' namespace: the task's own code, then the candidate's names the tests use.
-    result["phase"] = "tests"
-    tns = {"__name__": "__main__", "__builtins__": _builtins}
-
-    def bind(name):
-        """Binds the program's `name` in the tests' namespace when it is a function or a class
-        (a callable handle): only those are proxied. Returns None when bound, "skip" when the
-        name holds anything else, or a failed outcome."""
-        try:
-            value = _remote({"op": "global", "name": name})
-        except CandidateExit:
-            return ("exit", None)
-        except BaseException as e:
-            return ("error", exc(e, None))
-        if type(value) is not Handle or not value._mentor_callable:
-            return "skip"
-        tns[name] = value
         return None
+    defined = loaded.get("names")
+    return frozenset(n for n in defined if type(n) is str) if type(defined) is list else frozenset()
 
+
+def _namespace_phase(run, c, defined, result):
+    """Phase 3: the tests' namespace: the task's own code, then the candidate's names the tests
+    use, then the task's setup statements. True when the tests can run; else False with
+    `result` filled in."""
+    tns = run.tns
     try:
-        exec(setup_code, tns)
-        exec(prompt_code, tns)
+        exec(c["setup_code"], tns)
+        exec(c["prompt_code"], tns)
     except BaseException as e:
         result["harness_error"] = "the task's own code failed: " + _exact(type(e).__name__ + ": " + str(e), 2000)
-        return result
+        return False
+    param, entry, used, called = c["param"], c["entry"], c["used"], c["called"]
     failed_bind = None
     if param is not None:
         if entry not in defined:
             result["error"] = {"kind": "NameError", "message": "name '" + str(entry) + "' is not defined",
                                "line": None, "traceback": []}
-            return result
-        failed_bind = bind(entry)
+            return False
+        failed_bind = _bind(run, entry)
         if failed_bind == "skip":
             result["error"] = {"kind": "TypeError", "message": "the program's '" + str(entry)
                                + "' is not a function", "line": None, "traceback": []}
-            return result
+            return False
         if failed_bind is None:
             tns[param] = tns[entry]
     else:
@@ -988,7 +1011,7 @@ def _judge(req, progress):
         for name in sorted(used):
             if name.startswith("__") or name in tns:
                 continue
-            if name in _BUILTIN_NAMESPACE and name not in keep:
+            if name in _BUILTIN_NAMESPACE and name not in c["keep"]:
                 continue
             if name in _STDLIB_MODULES and name not in called:
                 try:
@@ -998,15 +1021,15 @@ def _judge(req, progress):
                     pass
             if name not in defined:
                 continue
-            failed_bind = bind(name)
+            failed_bind = _bind(run, name)
             if failed_bind == "skip":
                 failed_bind = None
             elif failed_bind is not None:
                 break
-    tns[ASSERT_NAME] = assert_event
-    setups = [{"kind": "exec", "code": after_code}] + [{"kind": "exec", "code": p} for p in pre]
+    tns[ASSERT_NAME] = _assert_hook(run.st)
+    setups = [{"kind": "exec", "code": c["after_code"]}] + [{"kind": "exec", "code": p} for p in c["pre"]]
     for t in setups if failed_bind is None else []:
-        failed_bind = run_one(t, tns)
+        failed_bind = _run_one(run, t)
         if failed_bind is not None:
             break
     if failed_bind is not None:
@@ -1019,38 +1042,44 @@ def _judge(req, progress):
             result["error"] = payload if what == "error" else {
                 "kind": "AssertionError", "message": "an assert in the task's setup failed", "line": None,
                 "traceback": []}
-        return result
+        return False
     if param is None:
         # A value the tests read (never call, never bind) that neither the task's code, the
         # builtins, a stdlib module nor the program's functions and classes define is missing
         # from the task itself (MBPP 367 and 927 read trees built by their test_setup_code): the
         # task cannot be judged, which is never the program's fault.
-        missing = sorted(n for n in used - called - bound - defined if not n.startswith("__") and n not in tns
+        missing = sorted(n for n in used - called - c["bound"] - defined if not n.startswith("__") and n not in tns
                          and n not in _BUILTIN_NAMESPACE and n not in _STDLIB_MODULES)
         if missing:
             result["harness_error"] = ("the tests read " + ", ".join("'" + n + "'" for n in missing[:5])
                                        + ", which the task's own code does not define: its setup code "
                                        "(test_setup_code) or imports (test_imports) are missing")
-            return result
+            return False
+    return True
+
+
+def _tests_phase(run, tests, result):
+    """Phase 4: the tests, one by one; the first failure is recorded, and an error, an exit or
+    an unsupported value ends the run."""
     index = -1
     for t in tests:
         counted = t["kind"] != "setup"
         if counted:
             index += 1
-            emit("start " + str(index) + "\n" + t["source"])
-        outcome = run_one(t, tns)
+            _emit(run, "start " + str(index) + "\n" + t["source"])
+        outcome = _run_one(run, t)
         if outcome is None:
             if counted:
                 result["passed"] += 1
-                emit("pass " + str(index))
+                _emit(run, "pass " + str(index))
             continue
         what, payload = outcome
         if what == "exit":
             result["tampered"] = "the program exited (SystemExit) while the tests ran"
-            return result
+            return
         if what == "unsupported":
             result["unsupported"] = payload
-            return result
+            return
         failed = {"index": max(index, 0), "source": t["source"], "input": t["input"], "expected": None,
                   "actual": None}
         if what == "wrong":
@@ -1060,8 +1089,32 @@ def _judge(req, progress):
         if result["failure"] is None:
             result["failure"] = failed
         if what != "wrong":
-            return result
+            return
     result["phase"] = "done"
+
+
+def _judge(req, progress):
+    """Judges a candidate's program against a task's tests, in four phases: compile the tests,
+    load the program in the candidate's instance, build the tests' namespace (the task's own
+    code and the program's functions and classes as handles), run the tests."""
+    run = _Run(req["secret"], progress)
+    result = {"total": 0, "passed": 0, "failure": None, "error": None, "tampered": None, "phase": "compile",
+              "harness_error": None, "unsupported": None}
+    try:
+        c = _compile_phase(req, req["kind"], run.sources)
+    except BaseException as e:
+        result["harness_error"] = _exact(type(e).__name__ + ": " + str(e), 2000)
+        return result
+    result["total"] = sum(1 for t in c["tests"] if t["kind"] != "setup")
+    _emit(run, "program " + str(result["total"]))
+    result["phase"] = "program"
+    defined = _load_phase(c, result)
+    if defined is None:
+        return result
+    result["phase"] = "tests"
+    if not _namespace_phase(run, c, defined, result):
+        return result
+    _tests_phase(run, c["tests"], result)
     return result
 
 
