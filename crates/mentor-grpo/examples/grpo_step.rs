@@ -5,7 +5,7 @@
 use candle_core::{Device, Tensor, Var};
 use mentor_grpo::{
     dynamic_sampling_filter, group_advantages, grpo_loss, GrpoConfig, LossInputs, LossScale, LossType,
-    LrSchedulerType, Optimizer,
+    LrSchedulerType, Optimizer, OptimizerConfig,
 };
 
 fn main() -> mentor_grpo::Result<()> {
@@ -23,8 +23,11 @@ fn main() -> mentor_grpo::Result<()> {
         loss_type: LossType::Dapo,
         epsilon_high: Some(0.28),
         beta: 0.04,
-        learning_rate: 0.1,
-        lr_scheduler_type: LrSchedulerType::Constant,
+        optimizer: OptimizerConfig {
+            learning_rate: 0.1,
+            lr_scheduler_type: LrSchedulerType::Constant,
+            ..OptimizerConfig::default()
+        },
         ..GrpoConfig::default()
     };
     config.validate()?;
@@ -69,7 +72,7 @@ fn main() -> mentor_grpo::Result<()> {
     let out = grpo_loss(&config, &inputs, LossScale::single(&mask)?)?;
     println!("loss {:.6}  stats {:?}", out.loss.to_scalar::<f32>()?, out.stats);
 
-    let mut optimizer = Optimizer::new(vec![logps.clone()], &config.optimizer(), 1)?;
+    let mut optimizer = Optimizer::new(vec![logps.clone()], &config.optimizer, 1)?;
     let mut grads = out.loss.backward()?;
     let report = optimizer.step(&mut grads)?;
     println!("grad norm {:.6}, lr {}, applied {}", report.grad_norm, report.learning_rate, report.applied);

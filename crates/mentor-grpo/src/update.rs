@@ -79,7 +79,7 @@ impl Updater {
     /// batches (each makes `num_iterations` optimizer steps).
     pub fn new(config: GrpoConfig, vars: Vec<Var>, total_updates: usize) -> Result<Self> {
         config.validate()?;
-        let optimizer = Optimizer::new(vars, &config.optimizer(), total_updates * config.num_iterations)?;
+        let optimizer = Optimizer::new(vars, &config.optimizer, total_updates * config.num_iterations)?;
         let grads = GradAccumulator::new(optimizer.vars().to_vec());
         Ok(Self { config, optimizer, grads })
     }

@@ -3,7 +3,9 @@
 //! GRPO must raise the mean reward. Deterministic (seeded), no timing assertions.
 
 use candle_core::{Device, Tensor, Var, D};
-use mentor_grpo::{GrpoConfig, LossType, LrSchedulerType, Pass, PolicyOutput, RolloutBatch, Updater};
+use mentor_grpo::{
+    GrpoConfig, LossType, LrSchedulerType, OptimizerConfig, Pass, PolicyOutput, RolloutBatch, Updater,
+};
 
 const VOCAB: usize = 8;
 const HIDDEN: usize = 16;
@@ -172,10 +174,13 @@ fn assert_rises(rewards: &[f64]) {
 #[test]
 fn reward_rises_with_default_dapo_loss() {
     let config = GrpoConfig {
-        learning_rate: 0.05,
-        lr_scheduler_type: LrSchedulerType::Constant,
         max_completion_length: MAX_LEN,
         epsilon_high: Some(0.28),
+        optimizer: OptimizerConfig {
+            learning_rate: 0.05,
+            lr_scheduler_type: LrSchedulerType::Constant,
+            ..OptimizerConfig::default()
+        },
         ..GrpoConfig::default()
     };
     assert_rises(&train(config, 40, false));
@@ -190,10 +195,13 @@ fn reward_rises_with_iterations_accumulation_kl_and_truncation_masking() {
         num_iterations: 2,
         gradient_accumulation_steps: 2,
         mask_truncated_completions: true,
-        learning_rate: 0.05,
-        lr_scheduler_type: LrSchedulerType::Cosine,
-        warmup_steps: 2,
         max_completion_length: MAX_LEN,
+        optimizer: OptimizerConfig {
+            learning_rate: 0.05,
+            lr_scheduler_type: LrSchedulerType::Cosine,
+            warmup_steps: 2,
+            ..OptimizerConfig::default()
+        },
         ..GrpoConfig::default()
     };
     assert_rises(&train(config, 40, true));
@@ -205,9 +213,12 @@ fn reward_rises_with_iterations_accumulation_kl_and_truncation_masking() {
 #[test]
 fn an_all_zero_advantage_step_skips_the_passes_and_matches_the_full_computation() {
     let config = GrpoConfig {
-        learning_rate: 0.05,
-        lr_scheduler_type: LrSchedulerType::Constant,
         max_completion_length: MAX_LEN,
+        optimizer: OptimizerConfig {
+            learning_rate: 0.05,
+            lr_scheduler_type: LrSchedulerType::Constant,
+            ..OptimizerConfig::default()
+        },
         ..GrpoConfig::default()
     };
     let mut rng = Rng(0x5EED);
@@ -256,9 +267,12 @@ fn an_all_zero_advantage_step_skips_the_passes_and_matches_the_full_computation(
 #[test]
 fn zero_advantage_rows_are_left_out_of_a_dapo_update_without_changing_it() {
     let config = GrpoConfig {
-        learning_rate: 0.05,
-        lr_scheduler_type: LrSchedulerType::Constant,
         max_completion_length: MAX_LEN,
+        optimizer: OptimizerConfig {
+            learning_rate: 0.05,
+            lr_scheduler_type: LrSchedulerType::Constant,
+            ..OptimizerConfig::default()
+        },
         ..GrpoConfig::default()
     };
     assert_eq!(config.loss_type, LossType::Dapo);
@@ -312,8 +326,11 @@ fn a_grpo_update_in_equal_micro_batches_equals_one_batch() {
     for (i, policy) in policies.iter().enumerate() {
         let config = GrpoConfig {
             loss_type: LossType::Grpo,
-            learning_rate: 0.05,
-            lr_scheduler_type: LrSchedulerType::Constant,
+            optimizer: OptimizerConfig {
+                learning_rate: 0.05,
+                lr_scheduler_type: LrSchedulerType::Constant,
+                ..OptimizerConfig::default()
+            },
             max_completion_length: MAX_LEN,
             gradient_accumulation_steps: if i == 0 { 1 } else { PROMPTS },
             ..GrpoConfig::default()
@@ -362,10 +379,13 @@ fn a_zero_advantage_group_skips_its_training_pass_without_changing_the_update() 
         for (i, pass_log) in passes.iter_mut().enumerate() {
             let config = GrpoConfig {
                 loss_type,
-                learning_rate: 0.05,
-                lr_scheduler_type: LrSchedulerType::Constant,
                 max_completion_length: MAX_LEN,
                 gradient_accumulation_steps: PROMPTS,
+                optimizer: OptimizerConfig {
+                    learning_rate: 0.05,
+                    lr_scheduler_type: LrSchedulerType::Constant,
+                    ..OptimizerConfig::default()
+                },
                 ..GrpoConfig::default()
             };
             // A fresh copy of the same policy for each run.

@@ -369,7 +369,7 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.run.seed, 7);
         assert_eq!(cfg.strategy.arm, Arm::Vanilla);
-        assert_eq!(cfg.grpo.learning_rate, 0.001);
+        assert_eq!(cfg.grpo.optimizer.learning_rate, 0.001);
         assert_eq!(cfg.strategy.intervention.credit, mentor_integration::Credit::InContext);
         assert_eq!(cfg.run.output_dir, PathBuf::from("/tmp/x y"));
     }
