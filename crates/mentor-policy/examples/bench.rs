@@ -21,7 +21,8 @@ mod process;
 
 use candle_core::DType;
 use mentor_core::assets::AssetDir;
-use mentor_policy::{GenerateConfig, LoadOptions, LogProbOptions, Message, ModelSource, Policy, Sampler};
+use mentor_core::Message;
+use mentor_policy::{GenerateConfig, LoadOptions, LogProbOptions, ModelSource, Policy, Sampler};
 
 const QUESTIONS: [&str; 8] = [
     "What is 12 + 35?",

@@ -65,10 +65,10 @@ mod threads;
 mod tokenizer;
 mod vexp;
 
-pub use chat_template::{ChatTemplate, Message, Role};
+pub use chat_template::ChatTemplate;
 pub use config::{Config, RopeScaling};
 pub use error::{Error, Result};
-pub use generate::{FinishReason, GenerateConfig, Generation};
+pub use generate::{GenerateConfig, Generation, StopCondition};
 pub use gguf::config as config_from_gguf;
 pub use logprobs::{Entropy, LogProbOptions, TokenLogProbs};
 pub use matmul::matmul_t;

@@ -44,7 +44,7 @@ impl Rollout for PolicyRollout<'_> {
                 completion: Completion {
                     task_id: req.task.id.clone(),
                     text: g.text,
-                    finish_reason: if g.finish_reason == mentor_policy::FinishReason::Length {
+                    finish_reason: if g.finish_reason == mentor_policy::StopCondition::Length {
                         FinishReason::Length
                     } else {
                         FinishReason::Stop
