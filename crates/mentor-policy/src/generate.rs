@@ -241,7 +241,7 @@ impl Policy {
         // The model's work runs on the thread pool (`on_pool`: no hand-over per product);
         // `stop` is asked here, between steps, on the caller's thread.
         let Prefilled { mut cache, mut logits, mut key_valid } =
-            crate::on_pool(|| self.prefill(prompts, cfg))?;
+            mentor_kernels::on_pool(|| self.prefill(prompts, cfg))?;
         let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
         let mut row_rngs: Option<Vec<rand::rngs::StdRng>> =
@@ -310,7 +310,7 @@ impl Policy {
                 logits = self.decode_step(next, &running, &mut key_valid, &mut next_pos, &mut cache)?;
                 Ok(true)
             };
-            if !crate::on_pool(step)? {
+            if !mentor_kernels::on_pool(step)? {
                 break;
             }
         }

@@ -28,7 +28,7 @@ use crate::curriculum::Phase;
 use crate::pretrain::{pretrain, probe, Corpus, ProbeCut, ProbeRow};
 use crate::report::{load_run, write_report, ReportSummary};
 use crate::train::prompts;
-use mentor_policy::KernelPath;
+use mentor_kernels::KernelPath;
 
 /// What `pretrained/meta.json` records.
 #[derive(Debug, Serialize, Deserialize)]
