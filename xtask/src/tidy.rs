@@ -11,6 +11,9 @@ use crate::process::{cargo, repo_root};
 /// `docs/ARCHITECTURE.md` states as each crate's invariants.
 const FORBIDDEN: &[(&str, &[&str])] = &[
     ("mentor-core", &["candle-core", "wasmtime", "tokio", "hf-hub"]),
+    // The kernels are tensor code only: no model files, no sandbox (and no mentor crate but
+    // `mentor-core`: `ONLY_MENTOR_DEPENDENCIES`).
+    ("mentor-kernels", &["wasmtime", "tokio", "hf-hub", "minijinja"]),
     ("mentor-policy", &["wasmtime"]),
     ("mentor-grpo", &["wasmtime", "mentor-policy"]),
     ("mentor-verify-math", &["candle-core", "wasmtime"]),
@@ -48,6 +51,10 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     // The Python wheel binds the library crates, never the trainer, the lab or the CLI.
     ("mentor-python", &["mentor-trainer", "mentor-lab", "mentor-cli"]),
 ];
+
+/// Crates that may reach no workspace crate (`mentor-*`) but the ones listed: the kernels sit
+/// under the policy and the GRPO step, so they depend on neither (nor on anything above them).
+const ONLY_MENTOR_DEPENDENCIES: &[(&str, &[&str])] = &[("mentor-kernels", &["mentor-core"])];
 
 /// The host's target triple (`rustc -vV`).
 fn host() -> String {
@@ -89,8 +96,9 @@ fn crates_respect_the_dependency_rules() {
             .collect();
         edges.insert(node["id"].as_str().unwrap(), deps);
     }
-    for (krate, forbidden) in FORBIDDEN {
-        let Some((root, _)) = names.iter().find(|(_, n)| *n == krate) else {
+    // Every package `krate` reaches (itself included), by name.
+    let reach = |krate: &str| -> BTreeSet<&str> {
+        let Some((root, _)) = names.iter().find(|(_, n)| **n == krate) else {
             panic!("{krate} is not in the workspace")
         };
         let mut seen = BTreeSet::new();
@@ -100,8 +108,17 @@ fn crates_respect_the_dependency_rules() {
                 stack.extend(edges.get(id).into_iter().flatten());
             }
         }
-        for id in seen {
-            assert!(!forbidden.contains(&names[id]), "{krate} must not depend on {}", names[id]);
+        seen.into_iter().map(|id| names[id]).collect()
+    };
+    for (krate, forbidden) in FORBIDDEN {
+        for name in reach(krate) {
+            assert!(!forbidden.contains(&name), "{krate} must not depend on {name}");
+        }
+    }
+    for (krate, allowed) in ONLY_MENTOR_DEPENDENCIES {
+        for name in reach(krate) {
+            let ours = name.starts_with("mentor-") && name != *krate;
+            assert!(!ours || allowed.contains(&name), "{krate} must not depend on {name}");
         }
     }
 }

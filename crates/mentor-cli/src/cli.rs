@@ -25,7 +25,7 @@ pub(crate) struct Cli {
     /// `portable` (scalar code); all give the same results, bit for bit. Also read from
     /// `MENTOR_KERNELS`.
     #[arg(long, global = true, value_name = "PATH", env = "MENTOR_KERNELS")]
-    pub kernels: Option<mentor_policy::KernelPath>,
+    pub kernels: Option<mentor_kernels::KernelPath>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -92,7 +92,7 @@ fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
     // After each element-wise op, candle's pool helpers spin 25,000 times before they sleep,
     // on cores that gemm's rayon workers need next: with 2 threads that was 7% of a SmolLM2
     // training step's CPU time, and a step 6% slower than with 300 (docs/PERFORMANCE.md).
-    use mentor_policy::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
+    use mentor_kernels::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
     if std::env::var_os(POOL_SPIN_VAR).is_none() {
         std::env::set_var(POOL_SPIN_VAR, POOL_SPIN_LIMIT.to_string());
     }
@@ -104,13 +104,13 @@ fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
         }
     }
     if let Some(path) = cli.kernels {
-        if let Err(e) = mentor_policy::set_kernel_path(path) {
+        if let Err(e) = mentor_kernels::set_kernel_path(path) {
             eprintln!("error: --kernels {}: {e}", path.name());
             return ExitCode::FAILURE;
         }
     }
     if let Some(n) = cli.threads {
-        if let Err(e) = mentor_policy::set_threads(n) {
+        if let Err(e) = mentor_kernels::set_threads(n) {
             eprintln!("error: --threads {n}: {e}");
             return ExitCode::FAILURE;
         }

@@ -10,6 +10,7 @@
 
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Tensor, Var};
+use mentor_kernels::on_pool;
 
 use crate::config::OptimizerConfig;
 use crate::error::{Error, Result};
@@ -399,17 +400,6 @@ impl Optimizer {
         }
         Ok(())
     }
-}
-
-/// Runs `f` on a thread of rayon's pool (in place when already on one): the kernels inside
-/// (candle's gemm, the policy's) then split their work without handing each product over to
-/// the pool and sleeping until it is done (`mentor_policy::on_pool`, which this crate does not
-/// depend on, does the same).
-fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    if rayon::current_thread_index().is_some() {
-        return f();
-    }
-    rayon::scope(|_| f())
 }
 
 #[cfg(test)]

@@ -21,7 +21,8 @@ mod process;
 
 use candle_core::DType;
 use mentor_core::assets::AssetDir;
-use mentor_policy::{GenerateConfig, LoadOptions, LogProbOptions, Message, ModelSource, Policy, Sampler};
+use mentor_core::Message;
+use mentor_policy::{GenerateConfig, LoadOptions, LogProbOptions, ModelSource, Policy, Sampler};
 
 const QUESTIONS: [&str; 8] = [
     "What is 12 + 35?",
@@ -91,7 +92,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{{\"what\":\"load\",\"seconds\":{:.2},\"params\":{},\"threads\":{}}}",
         t.elapsed().as_secs_f64(),
         policy.num_params(),
-        mentor_policy::current_threads()
+        mentor_kernels::current_threads()
     );
     let bw = memcpy_bandwidth();
     println!(
@@ -135,7 +136,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let out = policy.logprobs(&prompts, &completions, &LogProbOptions::default())?;
         let fwd = t.elapsed().as_secs_f64();
         let loss = out.logprobs.sum_all()?.neg()?;
-        let grads = mentor_policy::on_pool(|| loss.backward())?;
+        let grads = mentor_kernels::on_pool(|| loss.backward())?;
         let (total, cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
         let with_grad = policy.vars().iter().filter(|(_, v)| grads.get(v.as_tensor()).is_some()).count();
         Ok((fwd, total, cpu, with_grad))

@@ -92,12 +92,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Warm-up, then timed steps.
     let l = loss(&policy, &prompts, &completions)?;
-    mentor_policy::on_pool(|| l.backward())?;
+    mentor_kernels::on_pool(|| l.backward())?;
     let t = (Instant::now(), cpu_seconds());
     let mut last = 0f32;
     for _ in 0..steps {
         let l = loss(&policy, &prompts, &completions)?;
-        let grads = mentor_policy::on_pool(|| l.backward())?;
+        let grads = mentor_kernels::on_pool(|| l.backward())?;
         std::hint::black_box(&grads);
         last = l.to_scalar::<f32>()?;
     }

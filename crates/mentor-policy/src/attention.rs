@@ -7,7 +7,7 @@
 //! calling thread, with its dispatch cost), a softmax between them, and the scaled and masked
 //! scores as temporaries. [`decode`] does each (row, kv head) pair in one pass, the pairs split
 //! over rayon's pool: the scores `q·k` (dot products over the head dim, AVX2/FMA), the scaled,
-//! masked softmax row of the training path (`crate::kernels`' `masked_softmax_row`) itself, then `p·v`. The keys and
+//! masked softmax row of the training path (`mentor_kernels::ops::masked_softmax_row`) itself, then `p·v`. The keys and
 //! values are read in place from the cache's strided views. It computes the same function as the candle ops; results differ by float
 //! rounding (the tests compare the two).
 //!
@@ -80,7 +80,7 @@ pub(crate) fn decode(
             simd::scores(q, r, kd.as_ptr().add(k0), kv_k.row, l, hd, s);
         }
         for (pr, sr) in p.chunks_mut(l).zip(s.chunks(l)) {
-            crate::kernels::masked_softmax_row(pr, sr, m, scale);
+            mentor_kernels::ops::masked_softmax_row(pr, sr, m, scale);
         }
         // SAFETY: as above.
         #[allow(unsafe_code)]
@@ -129,7 +129,7 @@ impl Strided {
 mod simd {
     /// Whether this CPU runs the kernels.
     pub fn available() -> bool {
-        crate::lanes::avx2_fma()
+        mentor_kernels::lanes::avx2_fma()
     }
 
     /// `p[i * l + j] = q_i · k_j` for the `r` rows `q_i` of `q` (`hd` each) and the `l` key
@@ -187,7 +187,7 @@ mod simd {
     mod avx2 {
         use std::arch::x86_64::*;
 
-        use crate::lanes::hsum;
+        use mentor_kernels::lanes::hsum;
 
         /// `p[i * ldp + j] = q_i · k_j` for `R` query rows (`hd` apart) and `l` key rows.
         ///

@@ -7,7 +7,7 @@
 //! (`.strip()`, `.startswith()`, ...) through minijinja-contrib's pycompat. Nothing here
 //! hand-writes a model's format.
 
-pub use mentor_core::{Message, Role};
+use mentor_core::Message;
 
 use crate::error::{Error, Result};
 use crate::tokenizer::SpecialTokens;

@@ -15,7 +15,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::backprop::GradStore;
 use candle_core::{bail, CpuStorage, CustomOp2, DType, Layout, Shape, Tensor, WithDType};
 
-use crate::kernels::contiguous;
+use mentor_kernels::ops::contiguous;
 
 /// What a staged pass's lookups leave for [`crate::Stages::backward`]: per lookup, the
 /// embedding, the ids and the rows' gradient `[ids, hidden]`, in the order the backward

@@ -71,9 +71,6 @@ pub enum Error {
     /// A request was malformed (empty batch, token id outside the vocabulary, bad sampling knob).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
-    /// The rayon thread pool could not be configured.
-    #[error("thread pool: {0}")]
-    ThreadPool(String),
 }
 
 impl Error {

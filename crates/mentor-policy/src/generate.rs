@@ -99,10 +99,12 @@ impl<'a> PrefillPlan<'a> {
     }
 }
 
-/// Why a row stopped.
+/// Which of the decoder's stop conditions ended a row, and so how its `token_ids` and `text`
+/// end. Finer than `mentor_core::FinishReason` (whole or truncated, what verifiers and the
+/// mentor read), which it converts into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FinishReason {
+pub enum StopCondition {
     /// A stop id was generated (it is the last of `token_ids`, not part of `text`).
     Stop,
     /// A stop string appeared (the text is cut before it; `token_ids` end with the token that
@@ -112,13 +114,13 @@ pub enum FinishReason {
     Length,
 }
 
-impl From<FinishReason> for mentor_core::FinishReason {
+impl From<StopCondition> for mentor_core::FinishReason {
     /// What a verifier and the mentor need to know: truncated (`Length`) or ended on its own
     /// (a stop id or a stop string).
-    fn from(r: FinishReason) -> Self {
+    fn from(r: StopCondition) -> Self {
         match r {
-            FinishReason::Length => mentor_core::FinishReason::Length,
-            FinishReason::Stop | FinishReason::StopString => mentor_core::FinishReason::Stop,
+            StopCondition::Length => mentor_core::FinishReason::Length,
+            StopCondition::Stop | StopCondition::StopString => mentor_core::FinishReason::Stop,
         }
     }
 }
@@ -130,8 +132,8 @@ pub struct Generation {
     pub token_ids: Vec<u32>,
     /// Decoded text without special tokens, cut at a stop string.
     pub text: String,
-    /// Why generation stopped.
-    pub finish_reason: FinishReason,
+    /// Which stop condition ended the row.
+    pub finish_reason: StopCondition,
     /// Log-probability of each generated token under the distribution it was drawn from: the
     /// temperature-scaled softmax, restricted to the tokens top-k/top-p kept and renormalised
     /// (the whole vocabulary when neither cuts; at temperature 1 for greedy decoding). See
@@ -152,7 +154,7 @@ struct Prefilled {
 struct Row {
     ids: Vec<u32>,
     logprobs: Vec<f32>,
-    done: Option<FinishReason>,
+    done: Option<StopCondition>,
     cut: Option<usize>,
 }
 
@@ -227,7 +229,7 @@ impl Policy {
         if prompts.is_empty() || cfg.max_new_tokens == 0 {
             return rows
                 .into_iter()
-                .map(|r| self.finish(r, FinishReason::Length))
+                .map(|r| self.finish(r, StopCondition::Length))
                 .collect::<Result<_>>()
                 .map(Some);
         }
@@ -239,7 +241,7 @@ impl Policy {
         // The model's work runs on the thread pool (`on_pool`: no hand-over per product);
         // `stop` is asked here, between steps, on the caller's thread.
         let Prefilled { mut cache, mut logits, mut key_valid } =
-            crate::on_pool(|| self.prefill(prompts, cfg))?;
+            mentor_kernels::on_pool(|| self.prefill(prompts, cfg))?;
         let mut next_pos: Vec<usize> = prompts.iter().map(Vec::len).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
         let mut row_rngs: Option<Vec<rand::rngs::StdRng>> =
@@ -277,17 +279,17 @@ impl Policy {
                     row.logprobs.push(lp);
                     next[slot] = id;
                     if stop_ids.contains(&id) {
-                        row.done = Some(FinishReason::Stop);
+                        row.done = Some(StopCondition::Stop);
                     } else if !cfg.stop_strings.is_empty() {
                         let text = tok.decode(&row.ids, true)?;
                         if let Some(at) = cfg.stop_strings.iter().filter_map(|s| text.find(s.as_str())).min()
                         {
-                            row.done = Some(FinishReason::StopString);
+                            row.done = Some(StopCondition::StopString);
                             row.cut = Some(at);
                         }
                     }
                     if row.done.is_none() && row.ids.len() >= cfg.max_new_tokens {
-                        row.done = Some(FinishReason::Length);
+                        row.done = Some(StopCondition::Length);
                     }
                 }
                 let running: Vec<usize> =
@@ -308,13 +310,13 @@ impl Policy {
                 logits = self.decode_step(next, &running, &mut key_valid, &mut next_pos, &mut cache)?;
                 Ok(true)
             };
-            if !crate::on_pool(step)? {
+            if !mentor_kernels::on_pool(step)? {
                 break;
             }
         }
         rows.into_iter()
             .map(|r| {
-                let reason = r.done.unwrap_or(FinishReason::Length);
+                let reason = r.done.unwrap_or(StopCondition::Length);
                 self.finish(r, reason)
             })
             .collect::<Result<_>>()
@@ -393,9 +395,9 @@ impl Policy {
         model.forward(&ids, &pos, &mask, Some(cache), 0, Kernels::Fused)
     }
 
-    fn finish(&self, row: Row, reason: FinishReason) -> Result<Generation> {
+    fn finish(&self, row: Row, reason: StopCondition) -> Result<Generation> {
         let text_ids =
-            if reason == FinishReason::Stop { &row.ids[..row.ids.len() - 1] } else { &row.ids[..] };
+            if reason == StopCondition::Stop { &row.ids[..row.ids.len() - 1] } else { &row.ids[..] };
         let mut text = self.tokenizer().decode(text_ids, true)?;
         if let Some(at) = row.cut {
             text.truncate(at);
@@ -404,7 +406,7 @@ impl Policy {
     }
 
     /// Renders `messages` with the chat template (assistant turn opened) and encodes it.
-    pub fn encode_chat(&self, messages: &[crate::chat_template::Message]) -> Result<Vec<u32>> {
+    pub fn encode_chat(&self, messages: &[mentor_core::Message]) -> Result<Vec<u32>> {
         self.tokenizer().encode(&self.render_chat(messages)?)
     }
 }
@@ -415,10 +417,10 @@ mod tests {
 
     #[test]
     fn only_the_length_limit_is_a_truncation_for_verifiers() {
-        let core = |r: FinishReason| -> mentor_core::FinishReason { r.into() };
-        assert_eq!(core(FinishReason::Length), mentor_core::FinishReason::Length);
-        assert_eq!(core(FinishReason::Stop), mentor_core::FinishReason::Stop);
-        assert_eq!(core(FinishReason::StopString), mentor_core::FinishReason::Stop);
+        let core = |r: StopCondition| -> mentor_core::FinishReason { r.into() };
+        assert_eq!(core(StopCondition::Length), mentor_core::FinishReason::Length);
+        assert_eq!(core(StopCondition::Stop), mentor_core::FinishReason::Stop);
+        assert_eq!(core(StopCondition::StopString), mentor_core::FinishReason::Stop);
     }
 
     #[test]

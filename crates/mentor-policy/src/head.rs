@@ -22,8 +22,8 @@ use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Shape, Storage, Tensor};
 use rayon::prelude::*;
 
-use crate::kernels::{self, contiguous, max_sum_exp, token_logprobs_fwd, Real};
-use crate::matmul;
+use mentor_kernels::matmul;
+use mentor_kernels::ops::{self, contiguous, max_sum_exp, token_logprobs_fwd, Real};
 
 /// Where a staged pass's head leaves the gradient of its vocabulary weight, not yet
 /// computed, for [`crate::Stages::backward`].
@@ -63,7 +63,7 @@ pub(crate) struct HeadOut {
 /// `w` `[V, H]`, `targets` `[..]` `u32`; the result is shaped as `targets`. Differentiable in
 /// `x` and `w`: with `slot`, `w`'s gradient goes there instead of into candle's store (see the
 /// module docs). `entropy`: also the entropy of each row's tempered distribution, as
-/// [`kernels::token_entropy`] computes it. CPU `f32`/`f64` ([`kernels::supported`]).
+/// [`ops::token_entropy`] computes it. CPU `f32`/`f64` ([`ops::supported`]).
 pub(crate) fn head_logprobs(
     x: &Tensor,
     w: &Tensor,
@@ -78,15 +78,14 @@ pub(crate) fn head_logprobs(
     if x.dims().last() != Some(&h) || tdims.iter().product::<usize>() != m || targets.dtype() != DType::U32 {
         bail!("head_logprobs: x {:?}, w [{v}, {h}] and targets {tdims:?} do not match", x.dims());
     }
-    if !kernels::supported(x) || x.dtype() != w.dtype() {
+    if !ops::supported(x) || x.dtype() != w.dtype() {
         bail!("head_logprobs: CPU f32 or f64 only, one dtype");
     }
     let x = x.reshape((m, h))?;
     // The logits, outside the graph: this node is their only holder once the caller is done.
     let logits = matmul::linear(&x.detach(), &w.detach(), None)?;
     let logits = if temperature == 1.0 { logits } else { (logits / temperature)? };
-    let entropy =
-        if entropy { Some(kernels::token_entropy(&logits)?.reshape(tdims.as_slice())?) } else { None };
+    let entropy = if entropy { Some(ops::token_entropy(&logits)?.reshape(tdims.as_slice())?) } else { None };
     let op = HeadLogProbs {
         logits: Mutex::new(Some(logits)),
         mul: (temperature != 1.0).then(|| 1.0 / temperature),
@@ -172,7 +171,7 @@ impl CustomOp3 for HeadLogProbs {
 }
 
 /// In place over the logits `[rows, V]`: `g * ([v == target] - softmax(logits)[v])` per row,
-/// as [`kernels::token_logprobs`]' backward computes it, plus the zero candle's store adds it
+/// as [`ops::token_logprobs`]' backward computes it, plus the zero candle's store adds it
 /// to, then `· mul + 0` (the temperature's affine backward) when `mul` is given.
 struct LogitsGrad {
     mul: Option<f64>,
@@ -377,5 +376,57 @@ mod tests {
         let loss = lp.sum_all().unwrap();
         assert!(loss.backward().is_ok());
         assert!(loss.backward().is_err());
+    }
+
+    /// Milliseconds of one forward + backward of `op` on `x` and `w` (as trainable variables),
+    /// best of 5 rounds of `reps`.
+    fn time_op(
+        x: &Tensor,
+        w: &Tensor,
+        reps: usize,
+        op: &dyn Fn(&Tensor, &Tensor) -> candle_core::Result<Tensor>,
+    ) -> candle_core::Result<f64> {
+        let (x, w) = (Var::from_tensor(x)?, Var::from_tensor(w)?);
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                let g = op(x.as_tensor(), w.as_tensor())?.sum_all()?.backward()?;
+                std::hint::black_box(&g);
+            }
+            best = best.min(t.elapsed().as_secs_f64() * 1e3 / reps as f64);
+        }
+        Ok(best)
+    }
+
+    /// The head node against the candle-op chain it replaces, on `examples/train_step.rs`'s
+    /// workload (64 rows, 90 completion tokens, hidden 64, vocabulary 32): the row of
+    /// mentor-kernels' per-kernel table (`kernel_timing`) that needs the head. A report, not a
+    /// check of speed: `cargo test --release -p mentor-policy --lib head_timing -- --ignored
+    /// --nocapture`; it also checks that the two agree.
+    #[test]
+    #[ignore = "a timing report: run with --release -- --ignored --nocapture"]
+    fn head_timing_against_composite_ops() {
+        let (b, c, hidden, vocab) = (64, 90, 64, 32);
+        let dev = Device::Cpu;
+        let xh = Tensor::randn(0f32, 1., (b, c, hidden), &dev).unwrap();
+        let wv = Tensor::randn(0f32, 0.1, (vocab, hidden), &dev).unwrap();
+        let targets =
+            Tensor::from_vec((0..b * c).map(|i| (i % vocab) as u32).collect(), (b, c), &dev).unwrap();
+        let composite = |x: &Tensor, w: &Tensor| -> candle_core::Result<Tensor> {
+            let logits = matmul::linear(x, w, None)?;
+            let lp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
+            lp.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?.squeeze(D::Minus1)
+        };
+        let fused = |x: &Tensor, w: &Tensor| -> candle_core::Result<Tensor> {
+            Ok(head_logprobs(x, w, &targets, 1.0, false, None)?.logprobs)
+        };
+        let diff = (composite(&xh, &wv).unwrap() - fused(&xh, &wv).unwrap()).unwrap();
+        let diff = diff.abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+        assert!(diff < 1e-4, "fused and composite differ by {diff}");
+        let a = time_op(&xh, &wv, 3, &composite).unwrap();
+        let f = time_op(&xh, &wv, 3, &fused).unwrap();
+        println!("kernel (forward + backward)   calls/step   composite ms/step   fused ms/step");
+        println!("{:<30}{:>10}{a:>20.1}{f:>16.1}", "head + token logprobs", 1);
     }
 }

@@ -9,10 +9,12 @@
 //! - [`Policy::generate`]: batched sampling with a KV cache, left padding, per-row positions,
 //!   greedy / temperature / top-k / top-p, stop ids and strings, seeded.
 //! - [`Policy::logprobs`]: differentiable per-token log-probs (and entropy) of completions,
-//!   on CPU through the crate's fused kernels with a backward pass (masked softmax, RMSNorm,
-//!   RoPE, SwiGLU, token log-probs), and the linear layers' `x · Wᵀ` for small batches
-//!   (decoding) on AVX2 CPUs without repacking the weights on every call ([`matmul_t`], also
-//!   usable on its own).
+//!   on CPU through `mentor-kernels`' fused kernels with a backward pass (masked softmax,
+//!   RMSNorm, RoPE, SwiGLU, token log-probs), and the linear layers' `x · Wᵀ` for small
+//!   batches (decoding) on AVX2 CPUs without repacking the weights on every call
+//!   (`mentor_kernels::matmul::matmul_t`). The kernels' code path, fixed-order mode and thread
+//!   pool are set there too (`mentor_kernels::set_kernel_path`, `set_deterministic`,
+//!   `set_threads`).
 //! - [`Policy::save`] / [`Policy::frozen_copy`]: atomic checkpoints and a KL reference.
 //! - [`Policy::char_level`]: a from-scratch model with a character tokenizer (the demo's).
 //!
@@ -45,38 +47,28 @@ mod error;
 mod generate;
 mod gguf;
 mod head;
-mod kernels;
-mod lanes;
 mod logprobs;
-mod matmul;
 mod mlp;
 mod model;
 mod model_files;
 mod packing;
-mod paths;
 mod policy;
-mod probs;
 mod sampling;
 mod source;
 mod stages;
 #[cfg(test)]
 mod test_util;
-mod threads;
 mod tokenizer;
-mod vexp;
 
-pub use chat_template::{ChatTemplate, Message, Role};
+pub use chat_template::ChatTemplate;
 pub use config::{Config, RopeScaling};
 pub use error::{Error, Result};
-pub use generate::{FinishReason, GenerateConfig, Generation};
+pub use generate::{GenerateConfig, Generation, StopCondition};
 pub use gguf::config as config_from_gguf;
 pub use logprobs::{Entropy, LogProbOptions, TokenLogProbs};
-pub use matmul::matmul_t;
 pub use model::{Kernels, KvCache, Model};
-pub use paths::{deterministic, kernel_path, set_deterministic, set_kernel_path, KernelPath};
 pub use policy::{LoadOptions, Policy};
 pub use sampling::Sampler;
 pub use source::{HubOptions, ModelFiles, ModelSource};
 pub use stages::Stages;
-pub use threads::{current_threads, on_pool, set_threads, POOL_SPIN_LIMIT, POOL_SPIN_VAR, STACK_BYTES};
 pub use tokenizer::{SpecialTokens, Tokenizer};

@@ -26,11 +26,11 @@ use candle_core::{Tensor, D};
 use crate::batch::{attention_mask, distinct_rows, left_pad, positions};
 use crate::error::{Error, Result};
 use crate::head;
-use crate::kernels;
 use crate::model::{Attend, Kernels, SharedPrefix};
 use crate::packing::Packing;
 use crate::policy::Policy;
 use crate::stages::Stages;
+use mentor_kernels::ops;
 
 /// Options of [`Policy::logprobs`].
 #[derive(Debug, Clone, PartialEq)]
@@ -109,7 +109,7 @@ impl Policy {
         opts: &LogProbOptions,
     ) -> Result<TokenLogProbs> {
         // On the thread pool: its kernels split their work without a hand-over per product.
-        crate::on_pool(|| self.logprobs_here(prompts, completions, opts))
+        mentor_kernels::on_pool(|| self.logprobs_here(prompts, completions, opts))
     }
 
     /// [`Policy::logprobs`] on the calling thread.
@@ -209,7 +209,7 @@ impl Policy {
                 (Tensor::from_vec(targets, (b, c_len), &dev)?, Box::new(move |x: Tensor| Ok((x * &mask)?)))
             }
         };
-        let (lp, entropy) = if opts.entropy != Entropy::Differentiable && kernels::supported(&hidden) {
+        let (lp, entropy) = if opts.entropy != Entropy::Differentiable && ops::supported(&hidden) {
             // The head and the log-probs as one node (`crate::head`): no `[B, C, vocab]`
             // log-prob tensor, the logits turned into their own gradient in the backward, and
             // in a staged pass the head weight's gradient handed to the stages. A metric

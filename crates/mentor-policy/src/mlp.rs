@@ -11,18 +11,18 @@
 use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Shape, Tensor};
 
-use crate::kernels::{self, swiglu_fwd};
-use crate::matmul;
+use mentor_kernels::matmul;
+use mentor_kernels::ops::{self, swiglu_fwd};
 
 /// `(silu(gate) · up) · wᵀ` for `gate`, `up` `[.., I]` and `w` `[H, I]`: `[.., H]`, as
-/// [`kernels::swiglu`] then [`matmul::linear`] compute it. Differentiable in all three.
-/// CPU `f32`/`f64` ([`kernels::supported`]).
+/// [`ops::swiglu`] then [`matmul::linear`] compute it. Differentiable in all three.
+/// CPU `f32`/`f64` ([`ops::supported`]).
 pub(crate) fn swiglu_down(gate: &Tensor, up: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
     let (_, i) = w.dims2()?;
     if gate.dims() != up.dims() || gate.dims().last() != Some(&i) {
         bail!("swiglu_down: gate {:?}, up {:?} and w {:?} do not match", gate.dims(), up.dims(), w.dims());
     }
-    if !kernels::supported(gate) || gate.dtype() != up.dtype() || gate.dtype() != w.dtype() {
+    if !ops::supported(gate) || gate.dtype() != up.dtype() || gate.dtype() != w.dtype() {
         bail!("swiglu_down: CPU f32 or f64 only, one dtype");
     }
     gate.contiguous()?.apply_op3(&up.contiguous()?, &w.contiguous()?, SwiGluDown)
@@ -62,11 +62,11 @@ impl CustomOp3 for SwiGluDown {
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let (gate, up) = (gate.detach(), up.detach());
         // `m` again, by the forward's kernel: the same bits.
-        let m = kernels::swiglu(&gate, &up)?;
+        let m = ops::swiglu(&gate, &up)?;
         let dm = matmul::linear_input_grad(&m, w, grad)?;
         let dw = matmul::linear_weight_grad(&m, w, grad)?;
         drop(m);
-        let (dgate, dup) = kernels::swiglu_grads(&gate, &up, &dm)?;
+        let (dgate, dup) = ops::swiglu_grads(&gate, &up, &dm)?;
         Ok((Some(dgate), Some(dup), Some(dw)))
     }
 }
@@ -101,9 +101,8 @@ mod tests {
         for dtype in [DType::F32, DType::F64] {
             for rows in [7, matmul::SMALL_M + 9] {
                 let ours = run(dtype, rows, |g, u, w| swiglu_down(g, u, w).unwrap());
-                let theirs = run(dtype, rows, |g, u, w| {
-                    matmul::linear(&kernels::swiglu(g, u).unwrap(), w, None).unwrap()
-                });
+                let theirs =
+                    run(dtype, rows, |g, u, w| matmul::linear(&ops::swiglu(g, u).unwrap(), w, None).unwrap());
                 for (name, a, b) in
                     ["y", "dgate", "dup", "dw"].iter().zip(&ours).zip(&theirs).map(|((n, a), b)| (n, a, b))
                 {

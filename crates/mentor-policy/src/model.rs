@@ -19,10 +19,10 @@ use candle_nn::Linear;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::kernels;
-use crate::matmul;
 use crate::packing::Packing;
 use crate::stages::Stages;
+use mentor_kernels::matmul;
+use mentor_kernels::ops;
 
 /// Which kernels the forward pass uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,23 +245,23 @@ impl Model {
         self.dtype
     }
 
-    /// Whether `k` runs on the fused kernels with a backward pass of [`crate::kernels`]
+    /// Whether `k` runs on the fused kernels with a backward pass of [`mentor_kernels::ops`]
     /// (differentiable, on a CPU model in f32 or f64).
     fn fused_bwd(&self, k: Kernels) -> bool {
-        k == Kernels::Differentiable && kernels::supported(&self.embed)
+        k == Kernels::Differentiable && ops::supported(&self.embed)
     }
 
-    /// RMSNorm; `fast`: the differentiable path on [`crate::kernels`] (else composite ops).
+    /// RMSNorm; `fast`: the differentiable path on [`mentor_kernels::ops`] (else composite ops).
     fn rms(&self, x: &Tensor, w: &Tensor, k: Kernels, fast: bool) -> Result<Tensor> {
         let eps = self.cfg.rms_norm_eps as f32;
         // Sampling takes the crate's kernel wherever it runs: the same sums in the same order
         // as candle's `rms_norm`, so the same bits, but split over the pool (candle's runs on
         // one thread up to 32 rows: every decode step at batch 32 or less).
-        let ours = kernels::supported(x);
+        let ours = ops::supported(x);
         Ok(match k {
-            Kernels::Fused if ours => kernels::rms_norm(x, w, eps)?,
+            Kernels::Fused if ours => ops::rms_norm(x, w, eps)?,
             Kernels::Fused => candle_nn::ops::rms_norm(&x.contiguous()?, w, eps)?,
-            Kernels::Differentiable if fast => kernels::rms_norm(x, w, eps)?,
+            Kernels::Differentiable if fast => ops::rms_norm(x, w, eps)?,
             Kernels::Differentiable => candle_nn::ops::rms_norm_slow(x, w, eps)?,
         })
     }
@@ -273,11 +273,11 @@ impl Model {
     /// strides. candle's runs on one thread when `T` = 1 (every decode step) and needs a
     /// contiguous copy of `x` first.
     fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, k: Kernels, fast: bool) -> Result<Tensor> {
-        let ours = kernels::supported(x);
+        let ours = ops::supported(x);
         Ok(match k {
-            Kernels::Fused if ours => kernels::rope(x, cos, sin)?,
+            Kernels::Fused if ours => ops::rope(x, cos, sin)?,
             Kernels::Fused => candle_nn::rotary_emb::rope(&x.contiguous()?, cos, sin)?,
-            Kernels::Differentiable if fast => kernels::rope(x, cos, sin)?,
+            Kernels::Differentiable if fast => ops::rope(x, cos, sin)?,
             Kernels::Differentiable => {
                 let half = x.dim(D::Minus1)? / 2;
                 let (cos, sin) = (cos.unsqueeze(1)?, sin.unsqueeze(1)?);
@@ -316,7 +316,7 @@ impl Model {
         self.forward_with(ids, positions, mask, cache, logits_from, None, kernels, self.fused_bwd(kernels))
     }
 
-    /// [`Self::forward`], `fast` choosing between [`crate::kernels`] and composite ops for
+    /// [`Self::forward`], `fast` choosing between [`mentor_kernels::ops`] and composite ops for
     /// [`Kernels::Differentiable`] (the tests compare the two), the graph cut into `stages`
     /// when given.
     #[allow(clippy::too_many_arguments)]
@@ -362,7 +362,7 @@ impl Model {
         &self.lm_head
     }
 
-    /// Whether the differentiable path runs on [`crate::kernels`] (see [`Self::forward`]).
+    /// Whether the differentiable path runs on [`mentor_kernels::ops`] (see [`Self::forward`]).
     pub(crate) fn fast(&self, kernels: Kernels) -> bool {
         self.fused_bwd(kernels)
     }
@@ -446,7 +446,7 @@ impl Model {
         // The fixed-order mode takes the angles' cosines in f64, rounded once to the model's
         // dtype: libm's f32 `cosf`/`sinf` may differ between C libraries in the last bit, an
         // f64 result rounded to f32 practically never does.
-        let freqs = if crate::paths::deterministic() { freqs.to_dtype(DType::F64)? } else { freqs };
+        let freqs = if mentor_kernels::deterministic() { freqs.to_dtype(DType::F64)? } else { freqs };
         let cos = freqs.cos()?.to_dtype(self.dtype)?.contiguous()?;
         let sin = freqs.sin()?.to_dtype(self.dtype)?.contiguous()?;
         let mask5 = mask.reshape((b, 1, 1, t, tk))?;
@@ -454,7 +454,7 @@ impl Model {
         let ids = ids.flatten_all()?;
         let rows = match stages.as_deref() {
             // A staged pass leaves the embedding's gradient to its stages (`crate::embed`).
-            Some(s) if kernels::supported(&self.embed) => {
+            Some(s) if ops::supported(&self.embed) => {
                 crate::embed::embed_rows(&self.embed, &ids, s.embed_slot())?
             }
             _ => self.embed.index_select(&ids, 0)?,
@@ -507,7 +507,7 @@ impl Model {
             let decoded = if kernels == Kernels::Fused
                 && t == 1
                 && prefix.is_none()
-                && !crate::paths::deterministic()
+                && !mentor_kernels::deterministic()
             {
                 crate::attention::decode(&q, &k, &v, mask, scale)?
             } else {
@@ -531,8 +531,8 @@ impl Model {
                 crate::mlp::swiglu_down(&gate, &up, l.down.weight())?
             } else {
                 // The fused SwiGLU serves the no-grad path where it runs.
-                let m = if kernels == Kernels::Fused && kernels::supported(&gate) {
-                    kernels::swiglu(&gate, &up)?
+                let m = if kernels == Kernels::Fused && ops::supported(&gate) {
+                    ops::swiglu(&gate, &up)?
                 } else {
                     (gate.silu()? * up)?
                 };
@@ -562,15 +562,15 @@ impl Model {
         let (b, nkv, rows, _) = q.dims4()?;
         let (t, tk) = (mask.dim(2)?, mask.dim(3)?);
         let n_rep = rows / t.max(1);
-        // The fixed-order mode: both products on the crate's kernel (`crate::paths`).
-        let fixed = crate::paths::deterministic();
-        let att = if fast || (kernels == Kernels::Fused && kernels::supported(q)) {
-            // The product and the fused masked softmax as one node (`crate::probs`): one pass
+        // The fixed-order mode: both products on the crate's kernel (`mentor_kernels::set_deterministic`).
+        let fixed = mentor_kernels::deterministic();
+        let att = if fast || (kernels == Kernels::Fused && ops::supported(q)) {
+            // The product and the fused masked softmax as one node (`mentor_kernels::probs`): one pass
             // over the scores, the largest tensor, which the graph then holds once (as the
             // probabilities), not twice; no scaled or masked copies of it. For training's fast
             // path, and for the no-grad path where it runs. `[B, kv_heads, n_rep * T, Tk]` as
             // is: reshapes of this tensor each cost a pass in the backward.
-            crate::probs::attention_probs(q, k, mask, scale)?
+            mentor_kernels::probs::attention_probs(q, k, mask, scale)?
         } else {
             let att = if fixed { matmul::bmm_t(q, k)? } else { q.matmul(&k.t()?)? };
             let att = (att * scale)?.reshape((b, nkv, n_rep, t, tk))?.broadcast_add(mask5)?;

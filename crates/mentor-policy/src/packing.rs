@@ -19,7 +19,7 @@ use candle_core::{
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 
-use crate::kernels::{self, contiguous, Real};
+use mentor_kernels::ops::{self, contiguous, Real};
 
 /// The real columns of a right-padded `[B, T]` batch, packed into `N` columns: the norms, the
 /// linear layers and the MLP run on those only, attention on the padded layout (its padded
@@ -77,13 +77,13 @@ impl Packing {
     /// CPU `f32`/`f64`, candle ops otherwise. Differentiable.
     pub fn pad_heads(&self, y: &Tensor, heads: usize, hd: usize) -> Result<Tensor> {
         self.check_packed(y, heads * hd)?;
-        if !kernels::supported(y) {
+        if !ops::supported(y) {
             return Ok(self.pad(y)?.reshape((self.b, self.t, heads, hd))?.transpose(1, 2)?);
         }
         Ok(y.contiguous()?.apply_op1(self.mover(Move::ToHeads, heads, hd))?)
     }
 
-    /// [`Packing::pad_heads`] then the rotary embedding ([`kernels::rope`], `cos`/`sin`
+    /// [`Packing::pad_heads`] then the rotary embedding ([`ops::rope`], `cos`/`sin`
     /// `[B, T, hd / 2]`) as one node: the graph holds the rotated heads only, not the padded
     /// copy the rotation read. CPU `f32`/`f64`; the two steps otherwise. Differentiable in `y`.
     pub fn pad_heads_rope(
@@ -94,12 +94,12 @@ impl Packing {
         cos: &Tensor,
         sin: &Tensor,
     ) -> Result<Tensor> {
-        if !kernels::supported(y)
+        if !ops::supported(y)
             || !hd.is_multiple_of(2)
             || cos.dims() != [self.b, self.t, hd / 2]
             || sin.dims() != cos.dims()
         {
-            return Ok(kernels::rope(&self.pad_heads(y, heads, hd)?, cos, sin)?);
+            return Ok(ops::rope(&self.pad_heads(y, heads, hd)?, cos, sin)?);
         }
         self.check_packed(y, heads * hd)?;
         let op = PadRope(self.mover(Move::ToHeads, heads, hd));
@@ -113,7 +113,7 @@ impl Packing {
         if (b, t) != (self.b, self.t) {
             return Err(Error::InvalidRequest(format!("packing: {:?} is not [{b}, .., {t}, ..]", y.dims())));
         }
-        if !kernels::supported(y) {
+        if !ops::supported(y) {
             return self.pack(&y.transpose(1, 2)?.reshape((b, t, heads * hd))?);
         }
         Ok(y.contiguous()?.apply_op1(self.mover(Move::FromHeads, heads, hd))?)
@@ -257,7 +257,7 @@ impl CustomOp1 for Mover {
 struct PadRope(Mover);
 
 /// Rotates each padded row `(b, head, t)` of the packed `src` by its position's angles (a
-/// padding row as zeros), with [`kernels::rope`]'s arithmetic.
+/// padding row as zeros), with [`ops::rope`]'s arithmetic.
 fn pad_rope<T: Real>(m: &Mover, src: &[T], cos: &[T], sin: &[T]) -> candle_core::Result<(CpuStorage, Shape)> {
     let (b, t, n, heads, hd) = (m.b, m.t, m.n, m.heads, m.hd);
     let (width, half) = (heads * hd, hd / 2);
@@ -324,7 +324,7 @@ impl CustomOp3 for PadRope {
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         // The rotation's backward, then the move's: as the two nodes compute them.
-        let rotated = kernels::rope_grad(grad, cos, sin)?;
+        let rotated = ops::rope_grad(grad, cos, sin)?;
         let back =
             Mover { dir: Move::FromHeads, slots: self.0.slots.clone(), cols: self.0.cols.clone(), ..self.0 };
         Ok((Some(rotated.apply_op1_no_bwd(&back)?), None, None))
@@ -388,7 +388,7 @@ mod tests {
             let ang = Tensor::from_vec(ang, (4, t, hd / 2), &dev).unwrap().to_dtype(dtype).unwrap();
             let (cos, sin) = (ang.cos().unwrap(), ang.sin().unwrap());
             let ours = pk.pad_heads_rope(y.as_tensor(), heads, hd, &cos, &sin).unwrap();
-            let theirs = kernels::rope(&pk.pad_heads(y.as_tensor(), heads, hd).unwrap(), &cos, &sin).unwrap();
+            let theirs = ops::rope(&pk.pad_heads(y.as_tensor(), heads, hd).unwrap(), &cos, &sin).unwrap();
             assert_eq!(bits(&ours), bits(&theirs));
             let r: Vec<f64> = (0..4 * heads * t * hd).map(|i| (i as f64 * 0.13).sin()).collect();
             let r = Tensor::from_vec(r, (4, heads, t, hd), &dev).unwrap().to_dtype(dtype).unwrap();

@@ -9,11 +9,12 @@ use std::sync::MutexGuard;
 
 use candle_core::{DType, Device, Tensor, Var};
 use candle_nn::VarMap;
+use mentor_core::Message;
 
 use crate::model::Kernels;
 use rand::{Rng, SeedableRng};
 
-use crate::chat_template::{ChatTemplate, Message};
+use crate::chat_template::ChatTemplate;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::Model;

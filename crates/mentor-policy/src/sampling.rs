@@ -180,7 +180,7 @@ enum Pick {
 /// `p_i = e[i] / sum` and `log p_i = (x_i - max) / t - ln(sum)`.
 ///
 /// The exponent is taken in `f64` and rounded to `f32`, the exponential is this crate's
-/// ([`crate::vexp::exp_in_place`], within 2 ulp in `f32`, libm-free, 8 lanes at a time where
+/// ([`mentor_kernels::vexp::exp_in_place`], within 2 ulp in `f32`, libm-free, 8 lanes at a time where
 /// the CPU has AVX2), and the sum is [`lane_sum`]'s in `f64`: the same bits on every kernel
 /// path and C library. (Before, 49,152 scalar libm `exp`s in `f64` a row were 5-6% of a
 /// batch-32 decode of SmolLM2-135M.) Exponents below about -87.3 give 0: such a token's
@@ -201,7 +201,7 @@ impl Tempered {
         } else {
             logits.iter().map(|&x| ((x as f64 - max) / t) as f32).collect()
         };
-        crate::vexp::exp_in_place(&mut e);
+        mentor_kernels::vexp::exp_in_place(&mut e);
         let sum = lane_sum(&e);
         Self { max, e, sum }
     }
@@ -240,7 +240,7 @@ fn largest(logits: &[f32]) -> Option<f32> {
 }
 
 /// The `f64` total of `e`, in a fixed order whatever the CPU: element `i` goes to lane
-/// `i % 8` (left to right), then the lanes are added as [`crate::lanes::hsum_portable`] adds them.
+/// `i % 8` (left to right), then the lanes are added as [`mentor_kernels::lanes::hsum_portable`] adds them.
 /// Eight independent sums where one chain of 49,152 additions stood before.
 fn lane_sum(e: &[f32]) -> f64 {
     let mut lanes = [0f64; 8];
@@ -254,7 +254,7 @@ fn lane_sum(e: &[f32]) -> f64 {
     for (lane, &v) in lanes.iter_mut().zip(tail) {
         *lane += v as f64;
     }
-    crate::lanes::hsum_portable(&lanes)
+    mentor_kernels::lanes::hsum_portable(&lanes)
 }
 
 /// The ids kept by `top_k` (`0` = all) then the `top_p` nucleus of the top-k renormalised

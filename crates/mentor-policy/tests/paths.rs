@@ -7,9 +7,8 @@
 use std::sync::Mutex;
 
 use candle_core::{DType, Device};
-use mentor_policy::{
-    set_deterministic, set_kernel_path, Config, GenerateConfig, KernelPath, LogProbOptions, Policy, Sampler,
-};
+use mentor_kernels::{set_deterministic, set_kernel_path, KernelPath};
+use mentor_policy::{Config, GenerateConfig, LogProbOptions, Policy, Sampler};
 
 /// The switches are process-wide: one test at a time.
 static LOCK: Mutex<()> = Mutex::new(());

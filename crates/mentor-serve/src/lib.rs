@@ -45,6 +45,8 @@
 //! Limits that remain: many slow clients at once can fill `--max-connections` until their read
 //! timeouts expire (there is no per-address limit), and the server has no TLS.
 
+#![deny(missing_docs)]
+
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::Arc;

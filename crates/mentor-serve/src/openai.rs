@@ -29,7 +29,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use mentor_policy::{FinishReason, GenerateConfig, Message, Policy, Role, Sampler};
+use mentor_core::{Message, Role};
+use mentor_policy::{GenerateConfig, Policy, Sampler, StopCondition};
 
 /// Most choices (`n`) per request.
 pub const MAX_N: usize = 8;
@@ -370,8 +371,8 @@ impl ChatService {
             .enumerate()
             .map(|(i, g)| {
                 let finish = match g.finish_reason {
-                    FinishReason::Stop | FinishReason::StopString => "stop",
-                    FinishReason::Length => "length",
+                    StopCondition::Stop | StopCondition::StopString => "stop",
+                    StopCondition::Length => "length",
                 };
                 json!({
                     "index": i,
@@ -430,7 +431,7 @@ mod tests {
         assert_eq!(r.body["choices"][0]["message"]["role"], "assistant");
         assert_eq!(r.body["usage"]["prompt_tokens"], ids.len());
         assert_eq!(r.body["usage"]["completion_tokens"], want.token_ids.len());
-        let finish = if want.finish_reason == FinishReason::Length { "length" } else { "stop" };
+        let finish = if want.finish_reason == StopCondition::Length { "length" } else { "stop" };
         assert_eq!(r.body["choices"][0]["finish_reason"], finish);
     }
 

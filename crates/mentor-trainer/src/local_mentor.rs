@@ -16,7 +16,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use mentor_policy::{GenerateConfig, Message, Policy, Sampler};
+use mentor_core::Message;
+use mentor_policy::{GenerateConfig, Policy, Sampler};
 
 use mentor_agents::llm::{chat_mentor, ChatModel, FallbackCounter};
 use mentor_agents::{AgentMentor, Error, Guard, Prompts, Result};

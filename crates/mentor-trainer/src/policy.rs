@@ -15,7 +15,7 @@ use mentor_tasks::curriculum::ALPHABET;
 /// The policy `model` describes. `tiny` models are initialised from `seed`. Also sets the
 /// process's fixed-order mode from `model.deterministic`.
 pub fn build(model: &ModelSection, seed: u64) -> Result<Policy> {
-    mentor_policy::set_deterministic(model.deterministic);
+    mentor_kernels::set_deterministic(model.deterministic);
     let source = match &model.source {
         ModelChoice::Tiny => {
             let mut cfg = Config::tiny(0, model.hidden, model.layers, model.heads, model.heads);

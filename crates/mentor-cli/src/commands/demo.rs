@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use crate::cli::DemoArgs;
+use mentor_kernels::KernelPath;
 use mentor_lab::report::{load_run, write_report, ReportSummary};
-use mentor_policy::KernelPath;
 use mentor_tasks::curriculum::Phase;
 use mentor_trainer::config::{Arm, TrainConfig};
 use mentor_trainer::pretrain::{pretrain, probe, Corpus, ProbeCut, ProbeRow};

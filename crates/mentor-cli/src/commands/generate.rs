@@ -5,9 +5,8 @@
 //! the text or [`GenerateOutput`].
 
 use anyhow::{Context, Result};
-use mentor_policy::{
-    FinishReason, GenerateConfig, HubOptions, LoadOptions, Message, ModelSource, Policy, Sampler,
-};
+use mentor_core::Message;
+use mentor_policy::{GenerateConfig, HubOptions, LoadOptions, ModelSource, Policy, Sampler, StopCondition};
 use serde::{Deserialize, Serialize};
 
 pub use crate::cli::GenerateArgs;
@@ -19,8 +18,8 @@ pub struct GenerateOutput {
     pub text: String,
     /// The generated ids (prompt excluded).
     pub token_ids: Vec<u32>,
-    /// Why generation stopped.
-    pub finish_reason: FinishReason,
+    /// Which stop condition ended the completion.
+    pub finish_reason: StopCondition,
 }
 
 /// Runs `mentor generate`.

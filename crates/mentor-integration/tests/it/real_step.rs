@@ -44,7 +44,7 @@ impl Rollout for PolicyRollout<'_> {
                 completion: Completion {
                     task_id: req.task.id.clone(),
                     text: g.text,
-                    finish_reason: if g.finish_reason == mentor_policy::FinishReason::Length {
+                    finish_reason: if g.finish_reason == mentor_policy::StopCondition::Length {
                         FinishReason::Length
                     } else {
                         FinishReason::Stop
@@ -93,8 +93,15 @@ fn update(policy: &Policy, rows: &[TrainRow]) -> f64 {
         baselines: Some(rows.iter().map(|r| r.baseline).collect()),
     };
     let vars = policy.vars().into_iter().map(|(_, v)| v).collect();
-    let mut updater =
-        Updater::new(GrpoConfig { learning_rate: 1e-3, ..GrpoConfig::default() }, vars, 1).unwrap();
+    let mut updater = Updater::new(
+        GrpoConfig {
+            optimizer: mentor_grpo::OptimizerConfig { learning_rate: 1e-3, ..Default::default() },
+            ..GrpoConfig::default()
+        },
+        vars,
+        1,
+    )
+    .unwrap();
     let metrics = updater
         .update(&batch, |idx: &[usize], _: Pass| -> Result<PolicyOutput, mentor_policy::Error> {
             let p: Vec<_> = idx.iter().map(|&i| prompts[i].clone()).collect();

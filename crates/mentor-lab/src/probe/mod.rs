@@ -125,7 +125,7 @@ fn draw(
     let mut out: Vec<Vec<Reading>> = items.iter().map(|_| vec![Vec::new(); n]).collect();
     for (r, g) in gens.iter().enumerate() {
         let (i, a) = owner[r];
-        let stopped = !matches!(g.finish_reason, mentor_policy::FinishReason::Length);
+        let stopped = !matches!(g.finish_reason, mentor_policy::StopCondition::Length);
         out[i][a] = opts
             .lengths
             .iter()

@@ -11,7 +11,7 @@ pub fn tune() {
     unsafe {
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1)
     };
-    use mentor_policy::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
+    use mentor_kernels::{POOL_SPIN_LIMIT, POOL_SPIN_VAR};
     if std::env::var_os(POOL_SPIN_VAR).is_none() {
         std::env::set_var(POOL_SPIN_VAR, POOL_SPIN_LIMIT.to_string());
     }

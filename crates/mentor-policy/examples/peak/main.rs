@@ -39,7 +39,7 @@ fn value(name: &str) -> Option<usize> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     process::tune();
     let threads = value("--threads").unwrap_or(2);
-    mentor_policy::set_threads(threads)?;
+    mentor_kernels::set_threads(threads)?;
     let tiny = flag("--tiny");
     let sizes = if tiny { measure::Sizes::tiny() } else { measure::Sizes::full() };
     let policy = if tiny {

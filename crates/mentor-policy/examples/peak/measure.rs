@@ -25,7 +25,7 @@
 //! the share of the update spent outside the products.
 //!
 //! **The small-batch kernel on weights in cache** (`kernel_1t`, `kernel_all` of the limits):
-//! the crate's own product ([`mentor_policy::matmul_t`], which every decode step runs) at 32 ×
+//! the crate's own product ([`mentor_kernels::matmul::matmul_t`], which every decode step runs) at 32 ×
 //! 576 times 384 × 576 transposed, on the same weights every call, so that they stay in a
 //! core's L2. Decode's products also wait for memory, so these bound them from above.
 //! `kernel_apart` runs the same loop on every thread at once, each on its own operands and
@@ -73,7 +73,7 @@ pub struct Limits {
     pub read_gb_s: f64,
     /// Bytes copied per second over a large buffer, all threads, GB/s.
     pub copy_gb_s: f64,
-    /// The crate's own small-batch product ([`mentor_policy::matmul_t`], the kernel of every
+    /// The crate's own small-batch product ([`mentor_kernels::matmul::matmul_t`], the kernel of every
     /// decode step) at `kernel_shape` = `(M, K, N)`: `x` `[M, K]` times the same `w` `[N, K]`
     /// transposed on every call, so the weights stay in cache. GFLOP/s on one thread: an upper
     /// bound, on this machine as it runs now, for decode's products, which also read the
@@ -327,7 +327,7 @@ pub fn bandwidth(threads: usize, elems: usize) -> (f64, f64) {
     (read, copy)
 }
 
-/// GFLOP/s of [`mentor_policy::matmul_t`] at `(m, k, n)` on a pool of `threads` threads,
+/// GFLOP/s of [`mentor_kernels::matmul::matmul_t`] at `(m, k, n)` on a pool of `threads` threads,
 /// `calls` products per round on the same operands (the weights stay in cache); best of
 /// three rounds.
 pub fn kernel_gflops(
@@ -358,7 +358,7 @@ fn kernel_pool(threads: usize) -> Result<rayon::ThreadPool, mentor_policy::Error
         .map_err(|e| candle_core::Error::Msg(format!("kernel figure: no thread pool: {e}")))?)
 }
 
-/// `calls` (at least one) products `x · wᵀ` of [`mentor_policy::matmul_t`] on `pool`.
+/// `calls` (at least one) products `x · wᵀ` of [`mentor_kernels::matmul::matmul_t`] on `pool`.
 fn kernel_calls(
     pool: &rayon::ThreadPool,
     x: &candle_core::Tensor,
@@ -367,13 +367,13 @@ fn kernel_calls(
 ) -> Result<(), mentor_policy::Error> {
     pool.install(|| {
         for _ in 0..calls.max(1) {
-            std::hint::black_box(mentor_policy::matmul_t(x, w)?);
+            std::hint::black_box(mentor_kernels::matmul::matmul_t(x, w)?);
         }
         Ok(())
     })
 }
 
-/// GFLOP/s of `threads` threads together, each running [`mentor_policy::matmul_t`] on its own
+/// GFLOP/s of `threads` threads together, each running [`mentor_kernels::matmul::matmul_t`] on its own
 /// operands at `(m, k, n)` on its own one-thread pool, all started at once (`calls` products
 /// each per round, the round timed from the common start to the last thread's end); best of
 /// three rounds.
@@ -548,7 +548,7 @@ pub fn measure(policy: &Policy, limits: Limits, sizes: &Sizes) -> Result<Report,
         // FLOPs, right after that batch's decode (the box's speed moves within minutes).
         if b == DECODE_PRODUCTS_BATCH {
             let steps = sizes.new_tokens.saturating_sub(1).max(1);
-            let seconds = mentor_policy::on_pool(|| decode_products(policy, b, steps))?;
+            let seconds = mentor_kernels::on_pool(|| decode_products(policy, b, steps))?;
             let tokens = b * steps;
             let flops = 2.0 * ((wl + wh) * tokens) as f64;
             products_figure = Some(compute("decode products", b, tokens, seconds, flops, peak));
@@ -574,7 +574,7 @@ pub fn measure(policy: &Policy, limits: Limits, sizes: &Sizes) -> Result<Report,
         let out = policy.logprobs(&ps, &cs, &opts)?;
         let loss = out.logprobs.sum_all()?.neg()?;
         // On the pool, as the trainer runs it (`mentor_grpo`'s accumulator).
-        let grads = mentor_policy::on_pool(|| loss.backward())?;
+        let grads = mentor_kernels::on_pool(|| loss.backward())?;
         std::hint::black_box(&grads);
         Ok(t.elapsed().as_secs_f64())
     };
@@ -584,7 +584,7 @@ pub fn measure(policy: &Policy, limits: Limits, sizes: &Sizes) -> Result<Report,
     let flops = 6.0 * (wl * rows * (p_len + c_len - 1) + wh * rows * c_len) as f64;
     figures.push(compute("update", rows, tokens, seconds, flops, peak));
     // The same FLOPs as the update's, in its matrix products alone.
-    let seconds = mentor_policy::on_pool(|| products(policy, rows * (p_len + c_len - 1), rows * c_len))?;
+    let seconds = mentor_kernels::on_pool(|| products(policy, rows * (p_len + c_len - 1), rows * c_len))?;
     figures.push(compute("products", rows, tokens, seconds, flops, peak));
     Ok(Report { limits, weights_layers: wl, weights_head: wh, params, figures })
 }
@@ -608,7 +608,7 @@ fn compute(what: &str, rows: usize, tokens: usize, seconds: f64, flops: f64, pea
 pub const DECODE_PRODUCTS_BATCH: usize = 32;
 
 /// Seconds of decode's matrix products alone for `steps` tokens at `rows` rows: per token,
-/// [`mentor_policy::matmul_t`] (the kernel decode runs them on) of `rows` × `K` inputs times
+/// [`mentor_kernels::matmul::matmul_t`] (the kernel decode runs them on) of `rows` × `K` inputs times
 /// every layer's q, k, v, o, gate, up and down matrices and the LM head, each a separate
 /// `[N, K]` tensor as in the model (about 4 bytes × parameters, so read from memory, not
 /// cache, as decode reads them). No attention, norms, sampling or KV cache: decode at `rows`
@@ -632,7 +632,7 @@ fn decode_products(policy: &Policy, rows: usize, steps: usize) -> Result<f64, me
         let t = Instant::now();
         for _ in 0..steps {
             for (w, (_, k)) in weights.iter().zip(&shapes) {
-                std::hint::black_box(mentor_policy::matmul_t(&inputs[k], w)?);
+                std::hint::black_box(mentor_kernels::matmul::matmul_t(&inputs[k], w)?);
             }
         }
         Ok(t.elapsed().as_secs_f64())

@@ -1,8 +1,9 @@
 //! Checkpoints round-trip; loading from a directory and from an offline Hub cache.
 
 use candle_core::{DType, Device, Tensor};
+use mentor_core::Message;
 use mentor_policy::{
-    Error, GenerateConfig, HubOptions, LoadOptions, LogProbOptions, Message, ModelSource, Policy, Sampler,
+    Error, GenerateConfig, HubOptions, LoadOptions, LogProbOptions, ModelSource, Policy, Sampler,
 };
 
 use crate::{tiny, tiny_with};

@@ -1,7 +1,7 @@
 //! Batched generation: padding independence, seeding, stops, and agreement with log-probs.
 
 use candle_core::DType;
-use mentor_policy::{FinishReason, GenerateConfig, Kernels, LogProbOptions, Sampler};
+use mentor_policy::{GenerateConfig, Kernels, LogProbOptions, Sampler, StopCondition};
 
 use crate::tiny;
 
@@ -40,7 +40,7 @@ fn rows_that_stop_early_leave_the_batch_without_changing_the_others() {
     let batched = p.generate(&ps, &cfg).unwrap();
     let lens: std::collections::BTreeSet<usize> = batched.iter().map(|g| g.token_ids.len()).collect();
     assert!(lens.len() >= 2, "rows should stop at different steps: {lens:?}");
-    assert_eq!(batched[2].finish_reason, FinishReason::Stop);
+    assert_eq!(batched[2].finish_reason, StopCondition::Stop);
     for (i, prompt) in ps.iter().enumerate() {
         let alone = p.generate(std::slice::from_ref(prompt), &cfg).unwrap().remove(0);
         assert_eq!(batched[i].token_ids, alone.token_ids, "row {i}");
@@ -111,14 +111,14 @@ fn stop_ids_stop_strings_and_length() {
     let greedy =
         GenerateConfig { sampler: Sampler::greedy(), max_new_tokens: 8, ..GenerateConfig::default() };
     let free = p.generate(&ps[..1], &greedy).unwrap().remove(0);
-    assert_eq!(free.finish_reason, FinishReason::Length);
+    assert_eq!(free.finish_reason, StopCondition::Length);
     assert_eq!(free.token_ids.len(), 8);
     // Make the third generated token a stop id: generation ends there and drops it from text.
     let stop = free.token_ids[2];
     let first = free.token_ids.iter().position(|t| *t == stop).unwrap();
     let cfg = GenerateConfig { stop_ids: vec![stop], ..greedy.clone() };
     let g = p.generate(&ps[..1], &cfg).unwrap().remove(0);
-    assert_eq!(g.finish_reason, FinishReason::Stop);
+    assert_eq!(g.finish_reason, StopCondition::Stop);
     assert_eq!(g.token_ids, free.token_ids[..=first]);
     assert_eq!(g.text, p.tokenizer().decode(&free.token_ids[..first], true).unwrap());
     // A stop string made of the 2nd and 3rd characters cuts the text before them.
@@ -128,7 +128,7 @@ fn stop_ids_stop_strings_and_length() {
     let cut = text.find(&needle).unwrap();
     let cfg = GenerateConfig { stop_strings: vec![needle], ..greedy };
     let g = p.generate(&ps[..1], &cfg).unwrap().remove(0);
-    assert_eq!(g.finish_reason, FinishReason::StopString);
+    assert_eq!(g.finish_reason, StopCondition::StopString);
     assert_eq!(g.text, text[..cut]);
     assert!(g.token_ids.len() <= 3);
 }

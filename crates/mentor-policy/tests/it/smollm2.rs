@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use mentor_core::assets::AssetDir;
-use mentor_policy::{GenerateConfig, LoadOptions, Message, ModelSource, Policy, Sampler};
+use mentor_core::Message;
+use mentor_policy::{GenerateConfig, LoadOptions, ModelSource, Policy, Sampler};
 use serde::Deserialize;
 
 fn gguf_path() -> PathBuf {

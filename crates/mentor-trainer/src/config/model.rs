@@ -22,7 +22,7 @@ pub struct ModelSection {
     /// Every reduction of the model (matmuls forward and backward, softmax, norms) in one
     /// fixed order, on the crate's own kernels: the same bits on every x86-64 CPU, any thread
     /// count and either kernel path (`--kernels`), at some cost in speed. The demo's default;
-    /// off by default elsewhere (`mentor_policy::set_deterministic`).
+    /// off by default elsewhere (`mentor_kernels::set_deterministic`).
     pub deterministic: bool,
 }
 

@@ -150,7 +150,7 @@ pub fn start<'a>(
 ) -> Result<Run<'a>> {
     let started = Instant::now();
     // Before any tensor op, a resumed model's included (`crate::policy::build` sets it too).
-    mentor_policy::set_deterministic(cfg.model.deterministic);
+    mentor_kernels::set_deterministic(cfg.model.deterministic);
     let out = cfg.output_dir().to_path_buf();
     let total = cfg.total_steps();
     let continuing = opts.resume || opts.fork;
@@ -259,7 +259,7 @@ pub fn start_eval(
     code: Option<&dyn Verifier>,
     progress: &mut dyn Progress,
 ) -> Result<Vec<EvalRow>> {
-    mentor_policy::set_deterministic(cfg.model.deterministic);
+    mentor_kernels::set_deterministic(cfg.model.deterministic);
     let tasks = load_tasks(cfg)?;
     let policy = crate::policy::build(&cfg.model, cfg.run.seed)?;
     let sets = eval_sets(cfg, &tasks);

@@ -14,7 +14,7 @@
 //! two cross-thread wake-ups per product, a few hundred per decoded token. From inside the
 //! pool only the idle worker is woken to take its share (SmolLM2-135M at 2 threads on a
 //! 2-vCPU AVX-512 EPYC, 64 tokens: batch 32 7.07-7.65 -> 6.24-6.25 s, batch 1 1.90-2.16 ->
-//! 1.56 s; `docs/PERFORMANCE.md`). The policy's own entry points (generation, log-probs) use
+//! 1.56 s; `docs/PERFORMANCE.md`). mentor-policy's entry points (generation, log-probs) use
 //! it, and so does `mentor-grpo`'s backward and optimizer step.
 
 use crate::error::{Error, Result};

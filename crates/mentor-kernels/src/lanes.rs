@@ -1,9 +1,9 @@
-//! What the crate's AVX2 kernels (`matmul`, `attention`, `vexp`) share: whether the CPU runs
-//! them, and the sum of a vector's 8 lanes.
+//! What the AVX2 kernels (this crate's `matmul` and `vexp`, mentor-policy's decode attention)
+//! share: whether the CPU runs them, and the sum of a vector's 8 lanes.
 
 /// Whether the AVX2 kernels run: the CPU has AVX2 and FMA and the portable path is not forced
 /// ([`crate::paths`]).
-pub(crate) fn avx2_fma() -> bool {
+pub fn avx2_fma() -> bool {
     crate::paths::use_avx2()
 }
 
@@ -20,7 +20,7 @@ pub(crate) fn avx512() -> bool {
 #[allow(unsafe_code)]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-pub(crate) unsafe fn hsum(v: std::arch::x86_64::__m256) -> f32 {
+pub unsafe fn hsum(v: std::arch::x86_64::__m256) -> f32 {
     use std::arch::x86_64::*;
     let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -30,7 +30,7 @@ pub(crate) unsafe fn hsum(v: std::arch::x86_64::__m256) -> f32 {
 
 /// [`hsum`]'s order on 8 plain lanes: `(l0+l4) + (l2+l6)` and `(l1+l5) + (l3+l7)`, then those two
 /// (in `f32` for the kernels, in `f64` for the sampler's total).
-pub(crate) fn hsum_portable<T: Copy + std::ops::Add<Output = T>>(l: &[T; 8]) -> T {
+pub fn hsum_portable<T: Copy + std::ops::Add<Output = T>>(l: &[T; 8]) -> T {
     let s = [l[0] + l[4], l[1] + l[5], l[2] + l[6], l[3] + l[7]];
     let t = [s[0] + s[2], s[1] + s[3]];
     t[0] + t[1]

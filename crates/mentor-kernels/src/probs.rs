@@ -13,8 +13,8 @@ use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
-use crate::kernels::{self, contiguous, masked_softmax_row, Real};
 use crate::matmul;
+use crate::ops::{self, contiguous, masked_softmax_row, Real};
 
 /// Rows handed to one rayon task at least.
 const MIN_ROWS: usize = 16;
@@ -23,13 +23,8 @@ const MIN_ROWS: usize = 16;
 /// query heads: row `r` of a batch item is query position `r % T`), `k` `[B, kv_heads, Tk, hd]`
 /// and `mask` `[B, 1, T, Tk]` (0 = attend, a large finite negative = blocked). The product is
 /// [`matmul::bmm_t`]'s and the softmax the crate's masked softmax kernel's, row by row the same
-/// arithmetic. Differentiable in `q` and `k`. CPU `f32`/`f64` ([`kernels::supported`]).
-pub(crate) fn attention_probs(
-    q: &Tensor,
-    k: &Tensor,
-    mask: &Tensor,
-    scale: f64,
-) -> candle_core::Result<Tensor> {
+/// arithmetic. Differentiable in `q` and `k`. CPU `f32`/`f64` ([`ops::supported`]).
+pub fn attention_probs(q: &Tensor, k: &Tensor, mask: &Tensor, scale: f64) -> candle_core::Result<Tensor> {
     let (b, g, r, hd) = q.dims4()?;
     let (kb, kg, tk, khd) = k.dims4()?;
     let (mb, m1, t, mtk) = mask.dims4()?;
@@ -41,7 +36,7 @@ pub(crate) fn attention_probs(
             mask.dims()
         );
     }
-    if !kernels::supported(q) || q.dtype() != k.dtype() || q.dtype() != mask.dtype() {
+    if !ops::supported(q) || q.dtype() != k.dtype() || q.dtype() != mask.dtype() {
         bail!("attention_probs: CPU f32 or f64 only, one dtype");
     }
     // The keys as they lie (a cache's strided view) for candle's product, as `bmm_t` passes
@@ -109,7 +104,7 @@ impl CustomOp3 for AttentionProbs {
         res: &Tensor,
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let ds = kernels::softmax_grad(res, grad, self.scale)?;
+        let ds = ops::softmax_grad(res, grad, self.scale)?;
         let (dq, dk) = matmul::bmm_t_grads(q, k, &ds)?;
         Ok((Some(dq), Some(dk), None))
     }
@@ -161,7 +156,7 @@ mod tests {
         for dtype in [DType::F32, DType::F64] {
             let ours = run(dtype, |q, k, m| attention_probs(q, k, m, scale).unwrap());
             let theirs = run(dtype, |q, k, m| {
-                kernels::masked_softmax(&matmul::bmm_t(q, k).unwrap(), m, scale).unwrap()
+                crate::ops::reference::masked_softmax(&matmul::bmm_t(q, k).unwrap(), m, scale).unwrap()
             });
             for (name, a, b) in
                 [("probs", &ours.0, &theirs.0), ("dq", &ours.1, &theirs.1), ("dk", &ours.2, &theirs.2)]
