@@ -442,13 +442,7 @@ impl Model {
                 [b, 1, t, tk]
             )));
         }
-        let freqs = positions.to_dtype(DType::F32)?.unsqueeze(2)?.broadcast_mul(&self.inv_freq)?;
-        // The fixed-order mode takes the angles' cosines in f64, rounded once to the model's
-        // dtype: libm's f32 `cosf`/`sinf` may differ between C libraries in the last bit, an
-        // f64 result rounded to f32 practically never does.
-        let freqs = if mentor_kernels::deterministic() { freqs.to_dtype(DType::F64)? } else { freqs };
-        let cos = freqs.cos()?.to_dtype(self.dtype)?.contiguous()?;
-        let sin = freqs.sin()?.to_dtype(self.dtype)?.contiguous()?;
+        let (cos, sin) = self.rope_tables(positions)?;
         let mask5 = mask.reshape((b, 1, 1, t, tk))?;
         let scale = 1.0 / (hd as f64).sqrt();
         let ids = ids.flatten_all()?;
@@ -523,27 +517,44 @@ impl Model {
                 None => y.transpose(1, 2)?.reshape((b, t, nh * hd))?,
             };
             x = (x + lin(&l.o, &y)?)?;
-            let h = self.rms(&x, &l.ln2, kernels, fast)?;
-            let (gate, up) = (lin(&l.gate, &h)?, lin(&l.up, &h)?);
-            let down = if fast {
-                // The SwiGLU and the down projection as one node (`crate::mlp`): the graph
-                // does not hold the `[.., intermediate]` product between them.
-                crate::mlp::swiglu_down(&gate, &up, l.down.weight())?
-            } else {
-                // The fused SwiGLU serves the no-grad path where it runs.
-                let m = if kernels == Kernels::Fused && ops::supported(&gate) {
-                    ops::swiglu(&gate, &up)?
-                } else {
-                    (gate.silu()? * up)?
-                };
-                lin(&l.down, &m)?
-            };
+            let down = self.mlp(&x, l, kernels, fast)?;
             x = (x + down)?;
             if let Some(s) = stages.as_deref_mut() {
                 x = s.cut(li, x)?;
             }
         }
         Ok(x)
+    }
+
+    /// The rotary embedding's cosines and sines at `positions`, in the model's dtype. The
+    /// fixed-order mode takes them in f64, rounded once to the model's dtype: libm's f32
+    /// `cosf`/`sinf` may differ between C libraries in the last bit, an f64 result rounded to
+    /// f32 practically never does.
+    fn rope_tables(&self, positions: &Tensor) -> Result<(Tensor, Tensor)> {
+        let freqs = positions.to_dtype(DType::F32)?.unsqueeze(2)?.broadcast_mul(&self.inv_freq)?;
+        let freqs = if mentor_kernels::deterministic() { freqs.to_dtype(DType::F64)? } else { freqs };
+        let cos = freqs.cos()?.to_dtype(self.dtype)?.contiguous()?;
+        let sin = freqs.sin()?.to_dtype(self.dtype)?.contiguous()?;
+        Ok((cos, sin))
+    }
+
+    /// A layer's MLP half on the residual stream `x`: its norm, then SwiGLU and the down
+    /// projection (the residual is added by the caller).
+    fn mlp(&self, x: &Tensor, l: &Layer, kernels: Kernels, fast: bool) -> Result<Tensor> {
+        let h = self.rms(x, &l.ln2, kernels, fast)?;
+        let (gate, up) = (lin(&l.gate, &h)?, lin(&l.up, &h)?);
+        if fast {
+            // The SwiGLU and the down projection as one node (`crate::mlp`): the graph does not
+            // hold the `[.., intermediate]` product between them.
+            return Ok(crate::mlp::swiglu_down(&gate, &up, l.down.weight())?);
+        }
+        // The fused SwiGLU serves the no-grad path where it runs.
+        let m = if kernels == Kernels::Fused && ops::supported(&gate) {
+            ops::swiglu(&gate, &up)?
+        } else {
+            (gate.silu()? * up)?
+        };
+        lin(&l.down, &m)
     }
 
     /// Attention from candle ops: `softmax(scale * q·kᵀ + mask) · v`, grouped-query `q`
