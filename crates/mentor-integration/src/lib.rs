@@ -35,6 +35,7 @@ mod memory;
 mod monitor;
 mod plugin;
 mod rollout;
+mod step;
 
 pub use assembly::{advantages, Credit, TrainRow};
 pub use collapse::is_collapsed;
@@ -45,3 +46,7 @@ pub use memory::{Entry as MemoryEntry, HintMemory};
 pub use monitor::{CollapseMonitor, CollapseReport, EventState, GroupOutcome, MonitorConfig, MonitorState};
 pub use plugin::{FailedAttempt, InterventionRecord, Plugin, PluginState, StepMetrics, StepOutput};
 pub use rollout::{Group, Rollout, RolloutError, Sample, SampleRequest, Scored, TaskSource};
+pub use step::{
+    Ask, HintedRequest, MentorStep, Need, Outcome, PlanRow, Rescue, RowPrompt, RowSource, StepCounts,
+    StepGroup, StepPlan,
+};
