@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use mentor_core::{Diagnosis, GuardRejection, Hint, HintLevel, MentorRequest, Message, Task, Verifier};
+use mentor_core::{Hint, HintLevel, MentorRequest, Message, Task, Verifier};
 use mentor_grpo::dynamic_sampling_filter;
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +12,10 @@ use crate::config::Strategy;
 use crate::memory::HintMemory;
 use crate::monitor::{CollapseMonitor, EventState, MonitorConfig};
 use crate::rollout::{Group, Rollout, SampleRequest, Scored, TaskSource};
-use crate::step::{MentorStep, Need, Outcome, PlanRow, RowPrompt, RowSource, StepGroup, StepPlan};
+use crate::step::{
+    FailedAttempt, InterventionRecord, MentorStep, Need, Outcome, PlanRow, RowPrompt, RowSource, StepGroup,
+    StepPlan,
+};
 use crate::{Error, Result};
 
 /// Everything observable about one step of the plug-in. Reads back from its JSON; a field
@@ -78,76 +81,6 @@ fn count_rescued<'a>(rows: impl IntoIterator<Item = &'a TrainRow>, metrics: &mut
         metrics.rescued_tokens += r.completion_ids.len();
         metrics.rescued_own_tokens += r.completion_ids.len().saturating_sub(r.given_tokens);
     }
-}
-
-/// What the verifier said of one failed attempt of an intervened group, in short.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "domain", rename_all = "snake_case")]
-pub enum FailedAttempt {
-    /// A math answer.
-    Math {
-        /// Why it failed.
-        outcome: mentor_core::MathOutcome,
-        /// The final answer read from the completion.
-        extracted: Option<String>,
-    },
-    /// A program.
-    Code {
-        /// Why it failed.
-        outcome: mentor_core::CodeOutcome,
-        /// The first failing test's source.
-        failed_test: Option<String>,
-        /// Tests passed of `tests_total`.
-        tests_passed: usize,
-        /// Tests run.
-        tests_total: usize,
-    },
-    /// The verifier failed on it.
-    VerifierError {
-        /// What failed.
-        message: String,
-    },
-}
-
-impl FailedAttempt {
-    pub(crate) fn of(feedback: &mentor_core::Feedback) -> Self {
-        match feedback {
-            mentor_core::Feedback::Math(m) => {
-                FailedAttempt::Math { outcome: m.outcome, extracted: m.extracted.clone() }
-            }
-            mentor_core::Feedback::Code(c) => FailedAttempt::Code {
-                outcome: c.outcome,
-                failed_test: c.failed_test.as_ref().map(|t| t.source.clone()),
-                tests_passed: c.tests_passed,
-                tests_total: c.tests_total,
-            },
-            mentor_core::Feedback::VerifierError { message } => {
-                FailedAttempt::VerifierError { message: message.clone() }
-            }
-        }
-    }
-}
-
-/// One intervention, for logs and reports.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InterventionRecord {
-    /// The task.
-    pub task_id: String,
-    /// The failed attempts the mentor was shown, as the verifier judged them.
-    pub failed: Vec<FailedAttempt>,
-    /// The diagnosis of the last mentor call.
-    pub diagnosis: Option<Diagnosis>,
-    /// Hints tried, in order.
-    pub hints: Vec<Hint>,
-    /// Hinted rewards of the last hinted attempt.
-    pub hinted_rewards: Vec<f64>,
-    /// Whether a hinted attempt passed (the hinted group is not [`crate::is_collapsed`]).
-    pub rescued: bool,
-    /// Guard rejections on the way.
-    pub rejections: Vec<GuardRejection>,
-    /// What the guard redacted from the hints shown (one reason per redaction), in order.
-    #[serde(default)]
-    pub redactions: Vec<String>,
 }
 
 /// What a step hands to GRPO and to the logs.

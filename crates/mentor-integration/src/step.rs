@@ -21,15 +21,84 @@
 
 use std::collections::BTreeMap;
 
-use mentor_core::{Attempt, Hint, HintLevel, Intervention, Message, Task};
+use mentor_core::{Attempt, Diagnosis, GuardRejection, Hint, HintLevel, Intervention, Message, Task};
 use serde::{Deserialize, Serialize};
 
 use crate::assembly::Credit;
 use crate::config::{Assembly, InterventionConfig, Trigger};
 use crate::memory::HintMemory;
-use crate::plugin::{FailedAttempt, InterventionRecord};
 use crate::rollout::Group;
 use crate::{Error, Result};
+
+/// What the verifier said of one failed attempt of an intervened group, in short.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "domain", rename_all = "snake_case")]
+pub enum FailedAttempt {
+    /// A math answer.
+    Math {
+        /// Why it failed.
+        outcome: mentor_core::MathOutcome,
+        /// The final answer read from the completion.
+        extracted: Option<String>,
+    },
+    /// A program.
+    Code {
+        /// Why it failed.
+        outcome: mentor_core::CodeOutcome,
+        /// The first failing test's source.
+        failed_test: Option<String>,
+        /// Tests passed of `tests_total`.
+        tests_passed: usize,
+        /// Tests run.
+        tests_total: usize,
+    },
+    /// The verifier failed on it.
+    VerifierError {
+        /// What failed.
+        message: String,
+    },
+}
+
+impl FailedAttempt {
+    pub(crate) fn of(feedback: &mentor_core::Feedback) -> Self {
+        match feedback {
+            mentor_core::Feedback::Math(m) => {
+                FailedAttempt::Math { outcome: m.outcome, extracted: m.extracted.clone() }
+            }
+            mentor_core::Feedback::Code(c) => FailedAttempt::Code {
+                outcome: c.outcome,
+                failed_test: c.failed_test.as_ref().map(|t| t.source.clone()),
+                tests_passed: c.tests_passed,
+                tests_total: c.tests_total,
+            },
+            mentor_core::Feedback::VerifierError { message } => {
+                FailedAttempt::VerifierError { message: message.clone() }
+            }
+        }
+    }
+}
+
+/// One intervention, for logs and reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterventionRecord {
+    /// The task.
+    pub task_id: String,
+    /// The failed attempts the mentor was shown, as the verifier judged them.
+    pub failed: Vec<FailedAttempt>,
+    /// The diagnosis of the last mentor call.
+    pub diagnosis: Option<Diagnosis>,
+    /// Hints tried, in order.
+    pub hints: Vec<Hint>,
+    /// Hinted rewards of the last hinted attempt.
+    pub hinted_rewards: Vec<f64>,
+    /// Whether a hinted attempt passed (the hinted group is not [`crate::is_collapsed`]).
+    pub rescued: bool,
+    /// Guard rejections on the way.
+    pub rejections: Vec<GuardRejection>,
+    /// What the guard redacted from the hints shown (one reason per redaction), in order.
+    #[serde(default)]
+    pub redactions: Vec<String>,
+}
 
 /// One unhinted group of the step, as the machine needs it.
 #[derive(Debug, Clone, PartialEq)]
