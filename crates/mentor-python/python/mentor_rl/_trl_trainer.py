@@ -392,7 +392,8 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         ]
         gen_ids = [a.context_ids + list(a.forced_ids) for a, r in zip(attempts, requests) for _ in range(r.n)]
         real = len(gen_ids)
-        gen_ids += [list(p) for p in self._prompt_ids([prompts[0]] * ((width - len(requests)) * g))]
+        padding = (width - len(requests)) * g
+        gen_ids += [list(p) for p in self._prompt_ids([prompts[0]] * padding)] if padding else []
         self._mentor_hinted_calls.append(len(gen_ids))
         sampled, logprobs = compat.generate(self, gen_ids, g)
         behaviour = None
