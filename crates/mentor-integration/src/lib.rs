@@ -35,6 +35,7 @@ mod memory;
 mod monitor;
 mod plugin;
 mod rollout;
+mod step;
 
 pub use assembly::{advantages, Credit, TrainRow};
 pub use collapse::is_collapsed;
@@ -43,5 +44,9 @@ pub use error::{Error, Result};
 pub use hint_format::{hinted_prompt, BadHintFormat, HintFormat};
 pub use memory::{Entry as MemoryEntry, HintMemory};
 pub use monitor::{CollapseMonitor, CollapseReport, EventState, GroupOutcome, MonitorConfig, MonitorState};
-pub use plugin::{FailedAttempt, InterventionRecord, Plugin, PluginState, StepMetrics, StepOutput};
+pub use plugin::{Plugin, PluginState, StepMetrics, StepOutput};
 pub use rollout::{Group, Rollout, RolloutError, Sample, SampleRequest, Scored, TaskSource};
+pub use step::{
+    Ask, FailedAttempt, HintedRequest, InterventionRecord, MentorStep, Need, Outcome, PlanRow, Rescue,
+    RowPrompt, RowSource, StepCounts, StepGroup, StepPlan,
+};

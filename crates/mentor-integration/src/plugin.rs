@@ -3,17 +3,19 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use mentor_core::{
-    Attempt, Diagnosis, GuardRejection, Hint, HintLevel, MentorRequest, Message, Task, Verifier,
-};
+use mentor_core::{Hint, HintLevel, MentorRequest, Message, Task, Verifier};
 use mentor_grpo::dynamic_sampling_filter;
 use serde::{Deserialize, Serialize};
 
-use crate::assembly::{finish, row, Credit, PendingGroup, TrainRow};
-use crate::config::{Assembly, InterventionConfig, Strategy, Trigger};
+use crate::assembly::{finish, row, PendingGroup, TrainRow};
+use crate::config::Strategy;
 use crate::memory::HintMemory;
 use crate::monitor::{CollapseMonitor, EventState, MonitorConfig};
 use crate::rollout::{Group, Rollout, SampleRequest, Scored, TaskSource};
+use crate::step::{
+    FailedAttempt, InterventionRecord, MentorStep, Need, Outcome, PlanRow, RowPrompt, RowSource, StepGroup,
+    StepPlan,
+};
 use crate::{Error, Result};
 
 /// Everything observable about one step of the plug-in. Reads back from its JSON; a field
@@ -79,76 +81,6 @@ fn count_rescued<'a>(rows: impl IntoIterator<Item = &'a TrainRow>, metrics: &mut
         metrics.rescued_tokens += r.completion_ids.len();
         metrics.rescued_own_tokens += r.completion_ids.len().saturating_sub(r.given_tokens);
     }
-}
-
-/// What the verifier said of one failed attempt of an intervened group, in short.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "domain", rename_all = "snake_case")]
-pub enum FailedAttempt {
-    /// A math answer.
-    Math {
-        /// Why it failed.
-        outcome: mentor_core::MathOutcome,
-        /// The final answer read from the completion.
-        extracted: Option<String>,
-    },
-    /// A program.
-    Code {
-        /// Why it failed.
-        outcome: mentor_core::CodeOutcome,
-        /// The first failing test's source.
-        failed_test: Option<String>,
-        /// Tests passed of `tests_total`.
-        tests_passed: usize,
-        /// Tests run.
-        tests_total: usize,
-    },
-    /// The verifier failed on it.
-    VerifierError {
-        /// What failed.
-        message: String,
-    },
-}
-
-impl FailedAttempt {
-    fn of(feedback: &mentor_core::Feedback) -> Self {
-        match feedback {
-            mentor_core::Feedback::Math(m) => {
-                FailedAttempt::Math { outcome: m.outcome, extracted: m.extracted.clone() }
-            }
-            mentor_core::Feedback::Code(c) => FailedAttempt::Code {
-                outcome: c.outcome,
-                failed_test: c.failed_test.as_ref().map(|t| t.source.clone()),
-                tests_passed: c.tests_passed,
-                tests_total: c.tests_total,
-            },
-            mentor_core::Feedback::VerifierError { message } => {
-                FailedAttempt::VerifierError { message: message.clone() }
-            }
-        }
-    }
-}
-
-/// One intervention, for logs and reports.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InterventionRecord {
-    /// The task.
-    pub task_id: String,
-    /// The failed attempts the mentor was shown, as the verifier judged them.
-    pub failed: Vec<FailedAttempt>,
-    /// The diagnosis of the last mentor call.
-    pub diagnosis: Option<Diagnosis>,
-    /// Hints tried, in order.
-    pub hints: Vec<Hint>,
-    /// Hinted rewards of the last hinted attempt.
-    pub hinted_rewards: Vec<f64>,
-    /// Whether a hinted attempt passed (the hinted group is not [`crate::is_collapsed`]).
-    pub rescued: bool,
-    /// Guard rejections on the way.
-    pub rejections: Vec<GuardRejection>,
-    /// What the guard redacted from the hints shown (one reason per redaction), in order.
-    #[serde(default)]
-    pub redactions: Vec<String>,
 }
 
 /// What a step hands to GRPO and to the logs.
@@ -243,12 +175,12 @@ impl Plugin {
             }
         }
         let mut interventions = Vec::new();
-        let pending = match &self.strategy {
-            Strategy::Vanilla => groups.iter().map(plain).collect(),
+        let rows = match &self.strategy {
+            Strategy::Vanilla => finish(groups.iter().map(plain).collect()),
             Strategy::Dapo { max_refill_groups } => {
-                dapo(groups, *max_refill_groups, g, rollout, verifier, tasks, &mut metrics)?
+                finish(dapo(groups, *max_refill_groups, g, rollout, verifier, tasks, &mut metrics)?)
             }
-            Strategy::FullSolution { max_groups, rewrite } => full_solution(
+            Strategy::FullSolution { max_groups, rewrite } => finish(full_solution(
                 &groups,
                 &report.collapsed,
                 *max_groups,
@@ -257,54 +189,33 @@ impl Plugin {
                 verifier,
                 &mut metrics,
                 &mut interventions,
-            )?,
+            )?),
             Strategy::Intervene { mentor, config } => {
-                let allowed = match config.trigger {
-                    Trigger::PerGroup => true,
-                    Trigger::OnCollapseEvent => report.event.active(),
-                };
-                let collapsed: &[usize] = if allowed { &report.collapsed } else { &[] };
-                let done = intervene(
-                    mentor.as_ref(),
-                    config,
+                let step = MentorStep::new(
+                    config.clone(),
+                    groups.iter().map(StepGroup::of).collect(),
+                    &report.collapsed,
+                    report.event.active(),
                     &self.memory,
-                    &groups,
-                    collapsed,
-                    rollout,
-                    verifier,
-                    &mut metrics,
+                    HintLevel::MAX,
                 )?;
-                metrics.intervened = done.len();
-                let mut rescues: BTreeMap<usize, Rescue> = BTreeMap::new();
-                for d in done {
-                    if let Some((hint, scored)) = d.rescue {
-                        metrics.rescued += 1;
-                        self.memory.rescued(&groups[d.group].task.id, hint.level);
-                        rescues.insert(d.group, (hint, scored));
-                    }
-                    interventions.push(d.record);
+                let (plan, attempts) =
+                    drive(step, mentor.as_ref(), &groups, rollout, verifier, &mut metrics)?;
+                metrics.intervened = plan.counts.intervened;
+                metrics.rescued = plan.counts.rescued;
+                for r in &plan.rescues {
+                    self.memory.rescued(&groups[r.group].task.id, r.hint.level);
                 }
-                let mut out = Vec::new();
-                let mut extra = Vec::new();
-                for (i, grp) in groups.iter().enumerate() {
-                    match rescues.get(&i) {
-                        Some((hint, samples)) => {
-                            let (keep, add) = assemble(config, grp, hint, samples);
-                            count_rescued(
-                                keep.rows.iter().chain(add.iter().flat_map(|g| &g.rows)),
-                                &mut metrics,
-                            );
-                            out.push(keep);
-                            extra.extend(add);
-                        }
-                        None => out.push(plain(grp)),
-                    }
-                }
-                out.extend(extra);
-                out
+                interventions = plan.interventions;
+                let rows =
+                    plan.rows.iter().map(|r| train_row(r, &groups, &attempts)).collect::<Result<Vec<_>>>()?;
+                count_rescued(
+                    plan.rows.iter().zip(&rows).filter(|(p, _)| p.rescued).map(|(_, r)| r),
+                    &mut metrics,
+                );
+                rows
             }
         };
-        let rows = finish(pending);
         metrics.rows = rows.len();
         Ok(StepOutput { rows, metrics, interventions })
     }
@@ -471,261 +382,103 @@ fn verifier_errors(scored: &[Scored]) -> usize {
     scored.iter().filter(|s| s.verdict.is_verifier_error()).count()
 }
 
-/// The hint that rescued a group, with the hinted group's scored samples.
-type Rescue = (Hint, Vec<Scored>);
-
-/// One intervened group, as the rounds leave it.
-struct Intervened {
-    /// The group's index in the step.
-    group: usize,
-    /// What happened, for the logs.
-    record: InterventionRecord,
-    /// The winning hint and its scored samples, when rescued.
-    rescue: Option<Rescue>,
-}
-
-/// An intervened group between rounds.
-struct Open {
-    /// Index into the step's groups.
-    group: usize,
-    /// The failed unhinted attempts, as the mentor is shown them.
-    attempts: Vec<Attempt>,
-    /// The record so far.
-    record: InterventionRecord,
-    /// The level of its next mentor call.
-    level: HintLevel,
-    /// Whether it takes part in the next round.
-    open: bool,
-    /// Set when rescued (then no longer open).
-    rescue: Option<Rescue>,
-}
-
-impl Open {
-    /// Group `group` (`grp`), intervened on from `level`.
-    fn new(group: usize, grp: &Group, level: HintLevel) -> Self {
-        Self {
-            group,
-            attempts: grp
-                .samples
-                .iter()
-                .map(|s| Attempt { completion: s.sample.completion.clone(), verdict: s.verdict.clone() })
-                .collect(),
-            record: InterventionRecord {
-                task_id: grp.task.id.clone(),
-                failed: grp.samples.iter().map(|s| FailedAttempt::of(s.verdict.feedback())).collect(),
-                diagnosis: None,
-                hints: Vec::new(),
-                hinted_rewards: Vec::new(),
-                rescued: false,
-                rejections: Vec::new(),
-                redactions: Vec::new(),
-            },
-            level,
-            open: true,
-            rescue: None,
-        }
-    }
-}
-
-/// A hinted attempt of one round: the open group it belongs to, its hint and prompt.
+/// A sampled hinted attempt, as the driver keeps it: its group, hinted prompt and scored samples.
 struct Attempted {
-    open: usize,
-    hint: Hint,
+    group: usize,
     prompt: Vec<Message>,
+    scored: Vec<Scored>,
 }
 
-/// Intervenes on the `collapsed` groups (indices in group order, already filtered by the
-/// trigger), in rounds.
-///
-/// Round 1 takes the collapsed groups in group order while `max_interventions_per_step`
-/// allows and the step's `max_extra_rollouts_per_step` has room for one more hinted attempt
-/// (`hinted_samples` completions, reserved for each hint given, in group order), and asks the
-/// mentor for each, at the level the memory starts the task at. Each later round asks again,
-/// one level up, for every intervened group whose hinted attempts all failed (or that got no
-/// hint) and that can escalate (`escalate` on, level below 3), in group order while the budget
-/// has room; a group that does not fit is done. A round's hinted prompts are sampled in one
-/// [`Rollout::sample_batch`] call and verified in one judge batch; a group with a hinted
-/// attempt that passed (not [`crate::is_collapsed`]) is rescued and done.
-///
-/// Returns the intervened groups in group order. The memory is only read here (start levels);
-/// the caller records the rescues.
-#[allow(clippy::too_many_arguments)] // the step's context, passed down as is
-fn intervene(
+/// Drives `step` to its end: each ask batch through `mentor` (in order), each round's hinted
+/// prompts through one [`Rollout::sample_batch`] call and one judge batch. Returns the plan and
+/// the scored hinted attempts, by attempt index.
+fn drive(
+    mut step: MentorStep,
     mentor: &dyn mentor_core::Mentor,
-    config: &InterventionConfig,
-    memory: &HintMemory,
     groups: &[Group],
-    collapsed: &[usize],
     rollout: &mut dyn Rollout,
     verifier: &dyn Verifier,
     metrics: &mut StepMetrics,
-) -> Result<Vec<Intervened>> {
-    let mut open: Vec<Open> = Vec::new();
-    let mut round = 1;
+) -> Result<(StepPlan, Vec<Attempted>)> {
+    let mut attempts: Vec<Attempted> = Vec::new();
     loop {
-        // Completions reserved by this round's hints, not yet sampled.
-        let mut reserved = 0;
-        let room = |metrics: &StepMetrics, reserved: usize| {
-            metrics.extra_rollouts + reserved + config.hinted_samples <= config.max_extra_rollouts_per_step
-        };
-        let mut attempted: Vec<Attempted> = Vec::new();
-        if round == 1 {
-            for &i in collapsed {
-                if open.len() >= config.max_interventions_per_step || !room(metrics, reserved) {
-                    break;
+        match step.need() {
+            Need::Hints(asks) => {
+                let mut answers = Vec::with_capacity(asks.len());
+                for a in asks {
+                    let sg =
+                        step.group(a.group).ok_or_else(|| Error::Invalid(format!("no group {}", a.group)))?;
+                    let t0 = Instant::now();
+                    let answer = mentor.intervene(&MentorRequest {
+                        task: &sg.task,
+                        attempts: &sg.attempts,
+                        level: a.level,
+                        previous_hints: &a.previous_hints,
+                    })?;
+                    metrics.mentor_seconds += t0.elapsed().as_secs_f64();
+                    answers.push(Some(answer));
                 }
-                open.push(Open::new(
-                    i,
-                    &groups[i],
-                    memory.start_level(&groups[i].task.id, config.start_level),
-                ));
-                let k = open.len() - 1;
-                if let Some(hint) = ask(mentor, &groups[i].task, &mut open[k], metrics)? {
-                    reserved += config.hinted_samples;
-                    attempted.push(Attempted {
-                        open: k,
-                        prompt: config.hint_format.apply(&groups[i].task, &hint),
-                        hint,
-                    });
-                }
+                step.answer(answers)?;
             }
-        } else {
-            for k in 0..open.len() {
-                if !open[k].open {
-                    continue;
+            Need::Samples(hinted) => {
+                let requests: Vec<SampleRequest<'_>> = hinted
+                    .iter()
+                    .map(|r| SampleRequest {
+                        task: &groups[r.group].task,
+                        prompt: &r.prompt,
+                        assistant_prefix: r.assistant_prefix.as_deref(),
+                        n: r.n,
+                    })
+                    .collect();
+                let scored = sample_and_verify(rollout, verifier, &requests, metrics)?;
+                let mut outcomes = Vec::with_capacity(scored.len());
+                for (r, scored) in hinted.iter().zip(scored) {
+                    // What the learner was shown: the text, and the lines forced as its answer's start.
+                    let given = scored.first().map_or(0, |s| s.sample.prefix_ids.len());
+                    metrics.hints += 1;
+                    metrics.hint_tokens += rollout.token_count(&r.hint.text) + given;
+                    outcomes.push(
+                        scored
+                            .iter()
+                            .map(|s| Outcome { reward: s.verdict.reward(), passed: s.verdict.passed() })
+                            .collect(),
+                    );
+                    attempts.push(Attempted { group: r.group, prompt: r.prompt.clone(), scored });
                 }
-                if !room(metrics, reserved) {
-                    open[k].open = false;
-                    continue;
-                }
-                let task = &groups[open[k].group].task;
-                if let Some(hint) = ask(mentor, task, &mut open[k], metrics)? {
-                    reserved += config.hinted_samples;
-                    attempted.push(Attempted {
-                        open: k,
-                        prompt: config.hint_format.apply(task, &hint),
-                        hint,
-                    });
-                }
+                step.feed(outcomes)?;
             }
+            Need::Done => break,
         }
-        if !attempted.is_empty() {
-            let requests: Vec<SampleRequest<'_>> = attempted
-                .iter()
-                .map(|a| SampleRequest {
-                    task: &groups[open[a.open].group].task,
-                    prompt: &a.prompt,
-                    assistant_prefix: match config.credit {
-                        Credit::Prefix => a.hint.solution_prefix.as_deref(),
-                        _ => None,
-                    },
-                    n: config.hinted_samples,
-                })
-                .collect();
-            let scored = sample_and_verify(rollout, verifier, &requests, metrics)?;
-            for (a, scored) in attempted.into_iter().zip(scored) {
-                *metrics.levels_used.entry(a.hint.level.get().to_string()).or_default() += 1;
-                // What the learner was shown: the text, and the lines forced as its answer's start.
-                let given = scored.first().map_or(0, |s| s.sample.prefix_ids.len());
-                metrics.hints += 1;
-                metrics.hint_tokens += rollout.token_count(&a.hint.text) + given;
-                let o = &mut open[a.open];
-                o.record.hinted_rewards = scored.iter().map(|s| s.verdict.reward()).collect();
-                o.record.hints.push(a.hint.clone());
-                // Rescued: the hinted group is no longer collapsed (an attempt passed; partial
-                // credit does not rescue, as it does not hide a collapse).
-                if !crate::is_collapsed(scored.iter().map(|s| s.verdict.passed())) {
-                    o.record.rescued = true;
-                    o.open = false;
-                    o.rescue = Some((a.hint, scored));
-                }
-            }
-        }
-        // Whoever took part and is still all-failing (or got no hint) goes one level up, if it may.
-        for o in open.iter_mut().filter(|o| o.open) {
-            match (config.escalate, o.level.escalate()) {
-                (true, Some(next)) => o.level = next,
-                _ => o.open = false,
-            }
-        }
-        if !open.iter().any(|o| o.open) {
-            break;
-        }
-        round += 1;
     }
-    Ok(open.into_iter().map(|o| Intervened { group: o.group, record: o.record, rescue: o.rescue }).collect())
+    let plan = step.finish()?;
+    metrics.guard_rejections += plan.counts.guard_rejections;
+    for (level, n) in &plan.counts.levels_used {
+        *metrics.levels_used.entry(level.clone()).or_default() += n;
+    }
+    Ok((plan, attempts))
 }
 
-/// Asks the mentor for `o`'s next hint at `o.level`, recording rejections and diagnosis.
-fn ask(
-    mentor: &dyn mentor_core::Mentor,
-    task: &Task,
-    o: &mut Open,
-    metrics: &mut StepMetrics,
-) -> Result<Option<Hint>> {
-    let t0 = Instant::now();
-    let answer = mentor.intervene(&MentorRequest {
-        task,
-        attempts: &o.attempts,
-        level: o.level,
-        previous_hints: &o.record.hints,
-    })?;
-    metrics.mentor_seconds += t0.elapsed().as_secs_f64();
-    metrics.guard_rejections += answer.rejections.len();
-    o.record.rejections.extend(answer.rejections);
-    o.record.redactions.extend(answer.redactions);
-    o.record.diagnosis = answer.diagnosis.or(o.record.diagnosis.take());
-    Ok(answer.hint)
-}
-
-/// Builds the rows of a rescued group: what replaces (or joins) the collapsed group, and
-/// what is added after all groups (`augment`).
-fn assemble(
-    config: &InterventionConfig,
-    grp: &Group,
-    hint: &Hint,
-    hinted: &[Scored],
-) -> (PendingGroup, Vec<PendingGroup>) {
-    let task = &grp.task;
-    let level = Some(hint.level);
-    let hinted_rows = |samples: &[Scored]| -> Vec<TrainRow> {
-        samples
-            .iter()
-            .map(|s| match config.credit {
-                Credit::InContext => {
-                    row(&task.id, config.hint_format.apply(task, hint), s, false, false, level)
-                }
-                Credit::StrippedIs => row(&task.id, task.prompt.clone(), s, false, true, level),
-                Credit::Stripped => row(&task.id, task.prompt.clone(), s, false, false, level),
-                Credit::Prefix => row(&task.id, task.prompt.clone(), s, true, false, level),
-            })
-            .collect()
+/// The training row a [`PlanRow`] names.
+fn train_row(p: &PlanRow, groups: &[Group], attempts: &[Attempted]) -> Result<TrainRow> {
+    let missing = || Error::Invalid(format!("the step's plan names a row that does not exist: {p:?}"));
+    let (group, scored) = match p.completion {
+        RowSource::Unhinted { group, sample } => {
+            (group, groups.get(group).and_then(|g| g.samples.get(sample)))
+        }
+        RowSource::Hinted { attempt, sample } => match attempts.get(attempt) {
+            Some(a) => (a.group, a.scored.get(sample)),
+            None => return Err(missing()),
+        },
     };
-    // The failed unhinted group's mean reward (0 for a collapsed group).
-    let unhinted_mean = grp.rewards().iter().sum::<f64>() / grp.samples.len().max(1) as f64;
-    let baseline = (config.credit == Credit::Prefix).then_some(unhinted_mean);
-    // `prefix` + `hinted_in_context`: the hinted group again, in its own context.
-    let mut extra = Vec::new();
-    if config.credit == Credit::Prefix && config.hinted_in_context {
-        let prompt = config.hint_format.apply(task, hint);
-        let rows = hinted.iter().map(|s| row(&task.id, prompt.clone(), s, false, false, level)).collect();
-        extra.push(PendingGroup { rows, baseline: None });
-    }
-    match config.assembly {
-        Assembly::Replace => (PendingGroup { rows: hinted_rows(hinted), baseline }, extra),
-        Assembly::Augment => {
-            extra.insert(0, PendingGroup { rows: hinted_rows(hinted), baseline });
-            (plain(grp), extra)
-        }
-        Assembly::Nurl { keep_unhinted } => {
-            let g = grp.samples.len();
-            let k = keep_unhinted.min(g);
-            let mut rows: Vec<TrainRow> = plain(grp).rows.into_iter().take(k).collect();
-            let take = (g - k).min(hinted.len());
-            rows.extend(hinted_rows(&hinted[..take]));
-            (PendingGroup { rows, baseline }, extra)
-        }
-    }
+    let (Some(grp), Some(scored)) = (groups.get(group), scored) else { return Err(missing()) };
+    let prompt = match p.prompt {
+        RowPrompt::Original { group } => groups.get(group).ok_or_else(missing)?.task.prompt.clone(),
+        RowPrompt::Hinted { attempt } => attempts.get(attempt).ok_or_else(missing)?.prompt.clone(),
+    };
+    let mut r = row(&grp.task.id, prompt, scored, p.prefix_in_loss, p.behaviour, p.hint_level);
+    r.group = p.group;
+    r.baseline = p.baseline;
+    Ok(r)
 }
 
 /// DAPO: drop all-0 / all-1 groups, refill with fresh tasks. Each refill round draws as many

@@ -12,6 +12,10 @@
 //!   caller's own model);
 //! - `CollapseMonitor` → [`mentor_integration::CollapseMonitor`], `is_collapsed` →
 //!   [`mentor_integration::is_collapsed`] (collapse = no attempt passed);
+//! - `MentorStep` → [`mentor_integration::MentorStep`], the MENTOR step's state machine
+//!   (which groups get hints, the hinted prompts, escalation, assembly and credit), driven by
+//!   `MentorGRPOTrainer` through TRL's generation; `_plugin_process` runs
+//!   [`mentor_integration::Plugin::process`] over a scripted rollout (the tests' reference);
 //! - `Verdict` wraps [`mentor_core::Verdict`]; its `feedback` is the `feedback` object that
 //!   `mentor verify math` / `mentor verify code` print.
 //!
@@ -29,6 +33,7 @@ mod convert;
 mod math;
 mod mentor;
 mod monitor;
+mod step;
 mod verdict;
 
 use pyo3::prelude::*;
@@ -78,5 +83,11 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<mentor::PyRefinement>()?;
     m.add_class::<monitor::PyCollapseMonitor>()?;
     m.add_function(wrap_pyfunction!(monitor::is_collapsed, m)?)?;
+    m.add_class::<step::PyMentorStep>()?;
+    m.add_class::<step::PyAsk>()?;
+    m.add_class::<step::PyHintedRequest>()?;
+    m.add_class::<step::PyPlanRow>()?;
+    m.add_class::<step::PyStepPlan>()?;
+    m.add_function(wrap_pyfunction!(step::_plugin_process, m)?)?;
     Ok(())
 }

@@ -222,7 +222,7 @@ fn intervention_json(name: &str, iv: &Intervention) -> serde_json::Value {
 /// How a [`PyMentor`] writes its hints.
 enum Backend {
     /// `rules` or `llm`: an [`AgentMentor`] (the `llm` one with its fallback counter).
-    Agent(AgentMentor, Option<Arc<FallbackCounter>>),
+    Agent(Arc<AgentMentor>, Option<Arc<FallbackCounter>>),
     /// `self`: the `llm` role prompts, answered by the caller's model through sessions.
     Learner { prompts: Arc<Prompts>, guard: Guard, fallbacks: Arc<AtomicUsize> },
 }
@@ -287,7 +287,7 @@ impl PyMentor {
             }
         }
         let inner = match backend {
-            "rules" => Backend::Agent(AgentMentor::rules_with(templates, guard), None),
+            "rules" => Backend::Agent(Arc::new(AgentMentor::rules_with(templates, guard)), None),
             "self" => Backend::Learner {
                 prompts: Arc::new(templates),
                 guard,
@@ -329,7 +329,7 @@ impl PyMentor {
                     ..defaults
                 };
                 let (inner, fallbacks) = mentor_agents::llm::mentor(config, templates, guard);
-                Backend::Agent(inner, Some(fallbacks))
+                Backend::Agent(Arc::new(inner), Some(fallbacks))
             }
             other => {
                 return Err(PyValueError::new_err(format!(
@@ -378,7 +378,9 @@ impl PyMentor {
         generate: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         match (&self.inner, generate) {
-            (Backend::Agent(m, _), None) => intervene(py, m, task, attempts, verdicts, level, previous_hints),
+            (Backend::Agent(m, _), None) => {
+                intervene(py, &**m, task, attempts, verdicts, level, previous_hints)
+            }
             (Backend::Agent(..), Some(_)) => {
                 Err(PyValueError::new_err("generate is only read by backend=\"self\""))
             }
@@ -502,10 +504,34 @@ impl PyMentorSession {
     }
 }
 
+impl PyMentor {
+    /// The Rust mentor, shared; None for `self` (its hints are written by the caller's model).
+    pub(crate) fn shared(&self) -> Option<Arc<dyn Mentor>> {
+        match &self.inner {
+            Backend::Agent(m, _) => Some(m.clone()),
+            Backend::Learner { .. } => None,
+        }
+    }
+}
+
+impl PyStaticHints {
+    /// The Rust mentor, shared.
+    pub(crate) fn shared(&self) -> Arc<dyn Mentor> {
+        self.inner.clone()
+    }
+}
+
+impl PyRefinement {
+    /// The Rust mentor, shared.
+    pub(crate) fn shared(&self) -> Arc<dyn Mentor> {
+        self.inner.clone()
+    }
+}
+
 /// The static-hints baseline: a generic hint per domain, drawn without diagnosis.
 #[pyclass(name = "StaticHints", module = "mentor_rl", frozen)]
 pub struct PyStaticHints {
-    inner: StaticHints,
+    inner: Arc<StaticHints>,
 }
 
 #[pymethods]
@@ -513,7 +539,7 @@ impl PyStaticHints {
     #[new]
     #[pyo3(signature = (seed = 0, *, prompts = None))]
     fn py_new(seed: u64, prompts: Option<PathBuf>) -> PyResult<Self> {
-        Ok(Self { inner: StaticHints::with_prompts(self::prompts(prompts)?, seed) })
+        Ok(Self { inner: Arc::new(StaticHints::with_prompts(self::prompts(prompts)?, seed)) })
     }
 
     /// Same call and result as `Mentor.intervene` (no diagnosis).
@@ -527,14 +553,14 @@ impl PyStaticHints {
         level: Option<u8>,
         previous_hints: Option<Vec<Bound<'py, PyAny>>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        intervene(py, &self.inner, task, attempts, verdicts, level, previous_hints)
+        intervene(py, &*self.inner, task, attempts, verdicts, level, previous_hints)
     }
 }
 
 /// The refinement baseline: one failed answer and its feedback shown back, guarded.
 #[pyclass(name = "Refinement", module = "mentor_rl", frozen)]
 pub struct PyRefinement {
-    inner: Refinement,
+    inner: Arc<Refinement>,
 }
 
 #[pymethods]
@@ -547,7 +573,9 @@ impl PyRefinement {
         max_code_overlap: f64,
         redact: bool,
     ) -> PyResult<Self> {
-        Ok(Self { inner: Refinement::new(guard(max_hint_chars, max_code_overlap, redact)?, quote_chars) })
+        Ok(Self {
+            inner: Arc::new(Refinement::new(guard(max_hint_chars, max_code_overlap, redact)?, quote_chars)),
+        })
     }
 
     /// Same call and result as `Mentor.intervene` (no diagnosis).
@@ -561,6 +589,6 @@ impl PyRefinement {
         level: Option<u8>,
         previous_hints: Option<Vec<Bound<'py, PyAny>>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        intervene(py, &self.inner, task, attempts, verdicts, level, previous_hints)
+        intervene(py, &*self.inner, task, attempts, verdicts, level, previous_hints)
     }
 }

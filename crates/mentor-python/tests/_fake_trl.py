@@ -82,6 +82,7 @@ class FakeGRPOTrainer:
         return [[ord(c) for c in t] for t in self.policy(texts)], None
 
     def _tokenize_prompts(self, prompts: list):
+        prompts[0]  # as trl 1.16, which reads the first prompt: an empty list raises IndexError
         return [[ord(c) for c in p] for p in prompts], None, {}
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False):

@@ -170,8 +170,10 @@ class TrainerOnFakeTrl(unittest.TestCase):
         self.assertEqual(texts, [RIGHT] * 4)
 
     def test_every_process_makes_the_busiest_ones_calls(self):
-        # The other process: 3 sessions open for two turns, then 3 hinted groups, then done.
-        trainer, _, m, hinted = self.run_step(other=[3, 3, 0, 3, 0, 0])
+        # The other process, one value per collective: asking its mentor (3 sessions open for
+        # two turns, then none), then sampling 3 hinted groups, then done.
+        asking = sys.modules["mentor_rl._trl_trainer"]._ASKING
+        trainer, _, m, hinted = self.run_step(other=[asking, 3, 3, 0, 3, 0])
         self.assertEqual(trainer._mentor_self_calls, [3, 3])  # padded to the busiest process's width
         self.assertEqual(trainer._mentor_hinted_calls, [12])
         self.assertEqual(len(hinted), 4)  # the padding rows' outputs are dropped

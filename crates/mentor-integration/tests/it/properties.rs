@@ -1,4 +1,8 @@
-use mentor_integration::{Assembly, Credit, InterventionConfig, MonitorConfig, Plugin, Strategy as Arm};
+use mentor_core::{Attempt, Completion, Hint, HintLevel, HintSource, Intervention};
+use mentor_integration::{
+    Assembly, Credit, HintMemory, InterventionConfig, MentorStep, MonitorConfig, Need, Outcome, Plugin,
+    RowSource, StepGroup, Strategy as Arm,
+};
 use mentor_verify_math::MathVerifier;
 use proptest::prelude::*;
 
@@ -60,5 +64,106 @@ proptest! {
             prop_assert_eq!(r.behaviour_logprobs.is_some(), credit == Credit::StrippedIs && r.hint_level.is_some());
         }
         prop_assert_eq!(m.rows, out.rows.len());
+    }
+}
+
+/// A step's groups for the state machine: `n` groups of `g`, those in `collapsed` all-failing.
+fn step_groups(n: usize, g: usize, collapsed: &[usize]) -> Vec<StepGroup> {
+    let v = MathVerifier::default();
+    (0..n)
+        .map(|i| {
+            let t = task(&format!("t{i}"), "7");
+            let text = if collapsed.contains(&i) { "\\boxed{1}" } else { "\\boxed{7}" };
+            let verdict = mentor_core::Verifier::verify(&v, &t, text).unwrap();
+            let attempts = (0..g)
+                .map(|_| Attempt {
+                    completion: Completion::new(t.id.clone(), text),
+                    verdict: verdict.clone(),
+                })
+                .collect();
+            StepGroup { task: t, attempts, rewards: vec![if collapsed.contains(&i) { 0.0 } else { 1.0 }; g] }
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// The state machine ends, keeps its budgets, escalates one level per round, asks each
+    /// open group once a round, rescues exactly the groups with a passing hinted attempt, and
+    /// its plan keeps every row of a group that was not rescued.
+    #[test]
+    fn step_machine_invariants(n in 1usize..6, g in 1usize..5, hinted in 1usize..5, mask in 0u32..64,
+                               budget in 0usize..40, max_iv in 0usize..5, escalate: bool,
+                               script in proptest::collection::vec((any::<bool>(), 0u8..4), 64),
+                               assembly in assembly(), credit in credit()) {
+        let collapsed: Vec<usize> = (0..n).filter(|i| mask & (1 << i) != 0).collect();
+        let config = InterventionConfig {
+            hinted_samples: hinted, assembly, credit, escalate, max_extra_rollouts_per_step: budget,
+            max_interventions_per_step: max_iv, ..InterventionConfig::default()
+        };
+        let mut step = MentorStep::new(config, step_groups(n, g, &collapsed), &collapsed, false,
+                                       &HintMemory::new(1), HintLevel::MAX).unwrap();
+        let mut draws = script.into_iter().cycle();
+        let mut asked: std::collections::BTreeMap<usize, Vec<(usize, HintLevel)>> = Default::default();
+        let mut passed_groups = std::collections::BTreeSet::new();
+        let mut sampled = 0;
+        for _ in 0..100 {
+            match step.need() {
+                Need::Hints(asks) => {
+                    let round = step.round();
+                    let answers = asks.iter().map(|a| {
+                        asked.entry(a.intervention).or_default().push((round, a.level));
+                        let (give, _) = draws.next().unwrap();
+                        give.then(|| Intervention {
+                            diagnosis: None,
+                            hint: Some(Hint { level: a.level, text: "h".into(), solution_prefix: Some("s".into()), source: HintSource::Mentor }),
+                            rejections: Vec::new(),
+                            redactions: Vec::new(),
+                        })
+                    }).collect();
+                    step.answer(answers).unwrap();
+                }
+                Need::Samples(reqs) => {
+                    let outcomes: Vec<Vec<Outcome>> = reqs.iter().map(|r| {
+                        prop_assert_eq!(r.n, hinted);
+                        prop_assert_eq!(r.assistant_prefix.is_some(), credit == Credit::Prefix);
+                        let (_, k) = draws.next().unwrap();
+                        let outs: Vec<Outcome> = (0..r.n).map(|j| Outcome { reward: 0.5, passed: k == 3 && j == 0 }).collect();
+                        if k == 3 { passed_groups.insert(r.group); }
+                        sampled += r.n;
+                        Ok(outs)
+                    }).collect::<Result<_, TestCaseError>>()?;
+                    step.feed(outcomes).unwrap();
+                }
+                Need::Done => break,
+            }
+        }
+        prop_assert!(matches!(step.need(), Need::Done), "the step ends");
+        let plan = step.finish().unwrap();
+        prop_assert!(sampled <= budget);
+        prop_assert_eq!(plan.counts.extra_rollouts, sampled);
+        prop_assert!(plan.counts.intervened <= max_iv.min(collapsed.len()));
+        for calls in asked.values() {
+            for w in calls.windows(2) {
+                prop_assert_eq!(w[1].0, w[0].0 + 1, "one ask per round");
+                prop_assert_eq!(w[1].1.get(), w[0].1.get() + 1, "one level up per round");
+            }
+            prop_assert!(escalate || calls.len() == 1);
+        }
+        let rescued: std::collections::BTreeSet<usize> = plan.rescues.iter().map(|r| r.group).collect();
+        prop_assert_eq!(&rescued, &passed_groups);
+        for i in (0..n).filter(|i| !rescued.contains(i)) {
+            let rows: Vec<usize> = plan.rows.iter().filter_map(|r| match r.completion {
+                RowSource::Unhinted { group, sample } if group == i => Some(sample),
+                _ => None,
+            }).collect();
+            prop_assert_eq!(rows, (0..g).collect::<Vec<_>>());
+        }
+        let mut last = 0;
+        for r in &plan.rows {
+            prop_assert!(r.group == last || r.group == last + 1, "contiguous");
+            last = r.group;
+        }
+        prop_assert_eq!(plan.groups, plan.rows.last().map_or(0, |r| r.group + 1));
     }
 }

@@ -10,7 +10,10 @@ mentor-verify-code, mentor-agents and mentor-integration), compiled into ``mento
   guarded hint; ``Mentor("self")`` lets your own model (the learner) write it, one
   :class:`MentorSession` per group;
 - :class:`CollapseMonitor` tracks collapse over training steps, and :func:`is_collapsed` is
-  its rule: a group collapsed when none of its attempts passed (correctness, not reward).
+  its rule: a group collapsed when none of its attempts passed (correctness, not reward);
+- :class:`MentorStep` is the Rust trainer's MENTOR step as a state machine (which groups get
+  hints, the hinted prompts, escalation, assembly and credit), for a trainer that generates
+  on its own (``mentor_rl.trl.MentorGRPOTrainer`` drives it through TRL).
 
 Each verdict's ``feedback`` is the dict ``mentor verify math`` / ``mentor verify code`` print.
 """
@@ -18,14 +21,19 @@ Each verdict's ``feedback`` is the dict ``mentor verify math`` / ``mentor verify
 from ._native import (
     CodeSandbox,
     CollapseMonitor,
+    HintedRequest,
     Mentor,
     MentorError,
     MentorRlError,
     MentorSession,
+    MentorStep,
+    PlanRow,
     Refinement,
     RuntimeMissingError,
     SandboxError,
     StaticHints,
+    StepAsk,
+    StepPlan,
     Verdict,
     __version__,
     is_collapsed,
@@ -36,14 +44,19 @@ from ._native import (
 __all__ = [
     "CodeSandbox",
     "CollapseMonitor",
+    "HintedRequest",
     "Mentor",
     "MentorError",
     "MentorRlError",
     "MentorSession",
+    "MentorStep",
+    "PlanRow",
     "Refinement",
     "RuntimeMissingError",
     "SandboxError",
     "StaticHints",
+    "StepAsk",
+    "StepPlan",
     "Verdict",
     "__version__",
     "is_collapsed",

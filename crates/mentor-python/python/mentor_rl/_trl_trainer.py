@@ -20,11 +20,16 @@ process:
    level;
 5. the rows handed back to TRL follow the assembly and credit settings.
 
-Credit modes against the Rust trainer:
+Steps 3 to 5 are the Rust trainer's own: a :class:`mentor_rl.MentorStep`
+(``mentor_integration::MentorStep``) decides which groups get hints, places the hint in the
+prompt, escalates, rescues, assembles the rows and assigns their credit, from the settings of
+:class:`mentor_rl.trl.Intervention` (the Rust ``[strategy.intervention]``); this module only
+asks the mentor, generates, tokenises and scores what the step asks for, and maps its plan onto
+TRL's batch. Credit modes in TRL's terms:
 
 - ``prefix``: the row is (original prompt -> the hint's worked steps + the sampled
-  continuation) and its advantage is ``r - mean(failed group)`` (= ``r``), unscaled, as in the
-  Rust trainer. TRL's own group normalisation is replaced for those rows after it ran.
+  continuation) and its advantage is ``r - mean(failed group)``, unscaled, as in the Rust
+  trainer. TRL's own group normalisation is replaced for those rows after it ran.
 - ``in_context``: the row's prompt is the hinted prompt; TRL normalises in the group as usual.
 - ``stripped_is``: the row's prompt is the original one and the hinted context's log-probs of
   the sampled tokens become TRL's ``old_per_token_logps`` for that row, so its clipped ratio
@@ -34,23 +39,23 @@ Credit modes against the Rust trainer:
 - ``stripped``: the original prompt, no ratio.
 
 With several processes (DDP, DeepSpeed, FSDP; vLLM in server or colocate mode) each process
-intervenes on its own groups, but every collective step runs in lockstep: each hinted round
-samples the same number of rows on every process (a process with fewer hints pads with copies
-of its first prompt and drops their outputs), so vLLM's gather-and-slice and ZeRO-3's
+runs its own step on its own groups, but every collective step runs in lockstep: each hinted
+round samples the same number of rows on every process (a process with fewer hints pads with
+copies of its first prompt and drops their outputs), so vLLM's gather-and-slice and ZeRO-3's
 parameter gathering see equal calls; the extra behaviour-log-prob pass runs on every process
 when any needs it; and the mentor metrics are summed (counts) or averaged (rates) over the
 processes before they are logged.
 
 Differences from the Rust trainer, where TRL's batch cannot express it: the hinted group has
-``num_generations`` attempts (TRL's groups have a fixed size); ``augment`` is not offered (the
-batch size is fixed); there is no per-task hint memory yet; rewards are scored once inside the
-rollout (to find collapsed groups) and again by TRL for the final rows, so a reward function
-runs twice on the unhinted rows it keeps.
+``num_generations`` attempts (TRL's groups have a fixed size); ``augment`` and
+``hinted_in_context`` are not offered (the batch size is fixed); there is no per-task hint
+memory yet; rewards are scored once inside the rollout (to find collapsed groups) and again by
+TRL for the final rows, so a reward function runs twice on the unhinted rows it keeps.
 """
 
-import copy
 import math
 import time
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _trl_compat as compat
@@ -64,24 +69,43 @@ from accelerate.utils import gather_object  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 from trl.data_utils import is_conversational  # noqa: E402
 
-from ._native import CollapseMonitor, is_collapsed  # noqa: E402
-from .trl import Intervention, _resolve_correctness, prompt_text  # noqa: E402
+from ._native import CollapseMonitor, HintedRequest, MentorStep, StepAsk  # noqa: E402
+from ._trl_rewards import Intervention, _resolve_correctness, prompt_text  # noqa: E402
 
 __all__ = ["MentorGRPOTrainer"]
 
+# What a process whose step is asking its mentor says in the per-turn collective (above any
+# number of hinted prompts a process samples at once).
+_ASKING = 1 << 30
 
-class _Open:
-    """One collapsed group under intervention."""
 
-    def __init__(self, group: int, task: Dict[str, Any], attempts: List[str], verdicts: List[Any], level: int):
-        self.group = group
-        self.task = task
-        self.attempts = attempts
-        self.verdicts = verdicts
-        self.level = level
-        self.hints: List[Dict[str, Any]] = []
-        self.rows: Optional[Dict[str, Any]] = None  # the last hinted round's rows
-        self.rescued = False
+@dataclass
+class _Row:
+    """One row handed back to TRL, with what its credit needs after TRL scored it."""
+
+    prompt_ids: List[int]
+    completion_ids: List[int]
+    logprobs: Optional[List[float]]
+    hinted: bool = False
+    # Leading completion tokens the policy did not sample (the hint's forced steps, `prefix`).
+    given_tokens: int = 0
+    # The fixed baseline of the row's advantage (`prefix` credit), or None (TRL's own).
+    baseline: Optional[float] = None
+    # The behaviour log-probs of TRL's clipped ratio (`stripped_is`), or None.
+    old_logps: Optional[List[float]] = None
+    reward: float = 0.0
+
+
+@dataclass
+class _Attempt:
+    """One hinted prompt of the step, sampled: ``n`` completions after ``context_ids`` (the
+    hinted prompt's ids), each forced to start with ``forced_ids``."""
+
+    context_ids: List[int]
+    forced_ids: List[int]
+    sampled: List[List[int]] = field(default_factory=list)
+    logprobs: Optional[List[List[float]]] = None
+    behaviour: Optional[List[List[float]]] = None
 
 
 class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
@@ -135,7 +159,7 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         self._collapse = CollapseMonitor(
             window=intervention.window, raise_above=intervention.raise_above, clear_below=intervention.clear_below
         )
-        self._mentor_plan: Optional[List[Dict[str, Any]]] = None
+        self._mentor_plan: Optional[List[_Row]] = None
         self._mentor_last_rewards: Optional[torch.Tensor] = None
         # Rows of each hinted generate call on this process (padding included): the same list
         # on every process, or collective generation would hang (checked by `cargo xtask trl`).
@@ -174,11 +198,11 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
                 plan = self._mentor_plan
                 # The behaviour pass is a forward of the model: a collective under ZeRO-3/FSDP,
                 # so every process runs it when any process needs it.
-                need_old = self._any(plan is not None and any(p["old_logps"] is not None for p in plan))
+                need_old = self._any(plan is not None and any(r.old_logps is not None for r in plan))
                 if plan is not None or need_old:
                     self._apply_credit(out, plan or [], need_old)
                 if need_old:
-                    (behaviour,) = self._sum([float(sum(1 for p in plan or [] if p["old_logps"] is not None))])
+                    (behaviour,) = self._sum([float(sum(1 for r in plan or [] if r.old_logps is not None))])
                     compat.metrics(self)["mentor/behaviour_rows"].append(behaviour)
                 advantages = out[compat.ADVANTAGES]
                 adv = advantages.reshape(advantages.size(0), -1)
@@ -208,64 +232,65 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         groups = len(prompts) // g
         # Collapse on correctness; the rewards (shaped) only feed the monitor's reward statistics.
         report = self._collapse.observe(passed, g, rewards=[r if math.isfinite(r) else 0.0 for r in rewards])
-
-        plan: List[Dict[str, Any]] = [{"baseline": None, "old_logps": None, "hinted": False} for _ in prompts]
-        rows = {
-            "prompt_ids": list(prompt_ids),
-            "completion_ids": list(completion_ids),
-            "logprobs": list(logprobs) if logprobs is not None else None,
-        }
-        cfg = self.intervention
-        chosen: List[int] = []
-        if self.mentor is not None and (cfg.trigger == "per_group" or report["event_active"]):
-            chosen = [k for k in report["collapsed"] if k < groups][: cfg.max_groups]
-        counts = {"interventions": 0, "rescued": 0, "guard_rejections": 0, "level_1": 0, "level_2": 0, "level_3": 0}
-        opened = [
-            _Open(
-                k,
-                self._task(inputs[k * g], prompts[k * g]),
-                texts[k * g : (k + 1) * g],
-                verdicts[k * g : (k + 1) * g] if verdicts is not None else [],
-                cfg.start_level,
-            )
-            for k in chosen
+        rows = [
+            _Row(list(p), list(c), list(logprobs[i]) if logprobs is not None else None, reward=rewards[i])
+            for i, (p, c) in enumerate(zip(prompt_ids, completion_ids))
         ]
-        counts["interventions"] = len(opened)
-        pending = list(opened)
+        step: Optional[MentorStep] = None
+        tasks: Dict[int, Dict[str, Any]] = {}
+        if self.mentor is not None:
+            collapsed = [k for k in report["collapsed"] if k < groups]
+            tasks = {k: self._task(inputs[k * g], prompts[k * g]) for k in collapsed}
+            step = MentorStep(
+                self.intervention.step_config(g),
+                [
+                    {
+                        "prompt": prompts[k * g],
+                        "rewards": rewards[k * g : (k + 1) * g],
+                        "task": tasks.get(k),
+                        "attempts": texts[k * g : (k + 1) * g] if k in tasks else None,
+                        "verdicts": verdicts[k * g : (k + 1) * g] if k in tasks and verdicts is not None else None,
+                    }
+                    for k in range(groups)
+                ],
+                collapsed,
+                event_active=bool(report["event_active"]),
+                max_level=self.intervention.max_level,
+            )
         self._mentor_self_cost = [0, 0, 0]
+        attempts: List[_Attempt] = []
+        # Every process takes part in every collective of every round (asking Mentor("self"),
+        # generating) as long as any process's step is under way: one collective per turn says
+        # whether some process is asking its mentor (every process then asks, maybe nothing),
+        # else how many hinted prompts the busiest one samples (every process samples as many).
         while True:
-            asked: List[Tuple[_Open, Dict[str, Any]]] = []
-            for o, result in zip(pending, self._ask_mentor(pending, prompts)):
-                if result is not None:
-                    counts["guard_rejections"] += len(result["guard"].get("rejections", []))
-                hint = None if result is None else result.get("hint")
-                if hint is None:
-                    continue
-                o.hints.append(hint)
-                asked.append((o, hint))
-            # Every process runs as many hinted rounds, of as many rows, as the busiest one.
-            width = self._max(len(asked))
-            if width == 0:
+            need = "done" if step is None else step.need
+            requests = step.requests() if step is not None and need == "samples" else []
+            busiest = self._max(_ASKING if need == "hints" else len(requests))
+            if busiest == 0:
                 break
-            self._hinted_round(asked, inputs, prompts, g, width)
-            pending = []
-            for o, hint in asked:
-                counts[f"level_{hint['level']}"] = counts.get(f"level_{hint['level']}", 0) + 1
-                if o.rescued:
-                    continue
-                nxt = max(o.level, int(hint["level"])) + 1
-                if cfg.escalate and nxt <= cfg.max_level:
-                    o.level = nxt
-                    pending.append(o)
-        hinted_rewards: List[float] = []
-        for o in opened:
-            if o.rows is None:
+            if busiest >= _ASKING:
+                asks = step.asks() if step is not None and need == "hints" else []
+                results = self._ask_mentor(asks, tasks, texts, verdicts, prompts, g)
+                if step is not None and asks:
+                    step.answer(results)
                 continue
-            counts["rescued"] += int(o.rescued)
-            hinted_rewards.extend(self._assemble(o, rows, plan, rewards, g))
+            sampled = self._hinted_round(requests, inputs, prompts, g, busiest)
+            attempts.extend(a for a, _, _ in sampled)
+            if step is not None and requests:
+                step.feed([r for _, r, _ in sampled], [p for _, _, p in sampled])
+        counts: Dict[str, Any] = {}
+        hinted_rewards: List[float] = []
+        if step is not None:
+            plan = step.finish()
+            counts = dict(plan.counts)
+            rows = self._apply_plan(plan, rows, attempts, prompt_ids, g)
+            hinted_rewards = [r.reward for r in rows if r.hinted]
+        levels = counts.get("levels_used", {})
         # Counts are summed over the processes, rates averaged, the event is any process's.
         names = ["interventions", "rescued", "guard_rejections", "level_1", "level_2", "level_3"]
-        local = [float(counts.get(k, 0)) for k in names]
+        local = [float(counts.get("intervened", 0)), float(counts.get("rescued", 0))]
+        local += [float(counts.get("guard_rejections", 0))] + [float(levels.get(str(k), 0)) for k in (1, 2, 3)]
         if self._self_mentor():  # the same on every process, so the summed lists keep one length
             names += ["self_tokens", "self_turns", "self_fallbacks"]
             local += [float(x) for x in self._mentor_self_cost]
@@ -283,26 +308,41 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         metrics["mentor/zrf"].append(zrf_sum / processes)
         metrics["mentor/collapse_event"].append(float(events > 0))
         metrics["mentor/seconds"].append(seconds / processes)
-        self._mentor_plan = plan if any(p["hinted"] for p in plan) else None
-        return rows
+        self._mentor_plan = rows if any(r.hinted for r in rows) else None
+        return {
+            "prompt_ids": [r.prompt_ids for r in rows],
+            "completion_ids": [r.completion_ids for r in rows],
+            "logprobs": None if logprobs is None else [r.logprobs for r in rows],
+        }
 
     def _self_mentor(self) -> bool:
         return bool(getattr(self.mentor, "writes_with_learner", False))
 
-    def _ask_mentor(self, pending: List[_Open], prompts: List[Any]) -> List[Optional[Dict[str, Any]]]:
-        """The mentor's result for each pending group (None: it had nothing to say).
+    def _ask_mentor(
+        self,
+        asks: List[StepAsk],
+        tasks: Dict[int, Dict[str, Any]],
+        texts: List[str],
+        verdicts: Optional[List[Any]],
+        prompts: List[Any],
+        g: int,
+    ) -> List[Optional[Dict[str, Any]]]:
+        """The mentor's result for each of the step's ``asks`` (None: it had nothing to say).
 
         A mentor that writes with the learner (``Mentor("self")``) gets one session per group;
         each turn, the prompts of every open session are answered in one call of TRL's
         generation path, from the current weights. Every process makes as many such calls, of
         as many rows, as the busiest one (padding with copies, outputs dropped), as the hinted
         rounds do; a session takes at most four turns."""
+        def about(a: StepAsk) -> Tuple[Dict[str, Any], List[str], List[Any]]:
+            k = a.group
+            return tasks[k], texts[k * g : (k + 1) * g], (verdicts or [])[k * g : (k + 1) * g]
+
         if not self._self_mentor():
             return [
-                self.mentor.intervene(o.task, o.attempts, o.verdicts, level=o.level, previous_hints=o.hints)
-                for o in pending
+                self.mentor.intervene(*about(a), level=a.level, previous_hints=a.previous_hints) for a in asks
             ]
-        sessions = [self.mentor.begin(o.task, o.attempts, o.verdicts, level=o.level, previous_hints=o.hints) for o in pending]
+        sessions = [self.mentor.begin(*about(a), level=a.level, previous_hints=a.previous_hints) for a in asks]
         live = [s for s in sessions if s is not None and not s.done]
         while True:
             width = self._max(len(live))
@@ -334,110 +374,108 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         self._mentor_self_cost[0] += sum(len(s) for s in sampled)
         return self._decode(sampled)
 
-    def _hinted_round(self, asked: List[Tuple[_Open, Dict[str, Any]]], inputs, prompts, g: int, width: int) -> None:
-        """Samples and scores ``g`` hinted attempts for every hint of one round, in one call of
-        ``width`` groups (this process's hints, then copies of its first prompt whose outputs
-        are dropped, so that every process makes the same call)."""
-        cfg = self.intervention
-        gen_prompts: List[Any] = []
-        forced: List[List[int]] = []
-        for o, hint in asked:
-            hinted_prompt = self._hinted_prompt(prompts[o.group * g], hint["text"])
-            prefix = hint.get("solution_prefix") if cfg.credit == "prefix" else None
-            prefix_ids = compat.tokenizer(self)(prefix, add_special_tokens=False)["input_ids"] if prefix else []
-            for _ in range(g):
-                gen_prompts.append(hinted_prompt)
-                forced.append(list(prefix_ids))
-        real = len(gen_prompts)
-        gen_prompts += [prompts[0]] * ((width - len(asked)) * g)
-        forced += [[] for _ in range(len(gen_prompts) - real)]
-        gen_ids = self._prompt_ids(gen_prompts)
-        gen_ids = [p + f for p, f in zip(gen_ids, forced)]
+    def _hinted_round(
+        self, requests: List[HintedRequest], inputs, prompts, g: int, width: int
+    ) -> List[Tuple[_Attempt, List[float], List[bool]]]:
+        """Samples and scores the step's hinted ``requests`` (``n == g`` completions each) in one
+        call of ``width`` groups (this process's requests, then copies of its first prompt whose
+        outputs are dropped, so that every process makes the same call). Returns each request's
+        attempt, rewards and correctness."""
+        tokenizer = compat.tokenizer(self)
+        context = self._prompt_ids([r.prompt for r in requests]) if requests else []
+        attempts = [
+            _Attempt(
+                context_ids=ids,
+                forced_ids=tokenizer(r.assistant_prefix, add_special_tokens=False)["input_ids"] if r.assistant_prefix else [],
+            )
+            for r, ids in zip(requests, context)
+        ]
+        gen_ids = [a.context_ids + list(a.forced_ids) for a, r in zip(attempts, requests) for _ in range(r.n)]
+        real = len(gen_ids)
+        padding = (width - len(requests)) * g
+        gen_ids += [list(p) for p in self._prompt_ids([prompts[0]] * padding)] if padding else []
         self._mentor_hinted_calls.append(len(gen_ids))
         sampled, logprobs = compat.generate(self, gen_ids, g)
         behaviour = None
-        if cfg.credit == "stripped_is":  # a forward pass without vLLM: on the padded rows too
-            behaviour = (
-                [list(lp) for lp in logprobs] if logprobs is not None else self._logps(gen_ids, sampled)
-            )
-        gen_ids, forced, sampled = gen_ids[:real], forced[:real], sampled[:real]
-        logprobs = logprobs[:real] if logprobs is not None else None
-        behaviour = behaviour[:real] if behaviour is not None else None
-        if not asked:
-            return
-        # What the rows' completions will be: forced steps + sampled tokens under `prefix`.
-        completions = [f + c for f, c in zip(forced, sampled)]
-        row_inputs = [inputs[o.group * g] for o, _ in asked for _ in range(g)]
-        row_prompts = [prompts[o.group * g] for o, _ in asked for _ in range(g)]
-        texts = self._decode(completions)
-        rewards, _, passed = self._score(row_inputs, row_prompts, texts, completions)
-        orig_ids = self._prompt_ids(row_prompts)
-        for j, (o, _) in enumerate(asked):
-            sl = slice(j * g, (j + 1) * g)
-            if cfg.credit == "in_context":
-                p_ids = gen_ids[sl]
-                c_ids = sampled[sl]
-            else:  # prefix, stripped_is, stripped: the original prompt
-                p_ids = orig_ids[sl]
-                c_ids = completions[sl] if cfg.credit == "prefix" else sampled[sl]
-            if logprobs is not None:
-                lps = [
-                    [math.nan] * (len(c) - len(s)) + list(lp)
-                    for c, s, lp in zip(c_ids, sampled[sl], logprobs[sl])
-                ]
-            else:
-                lps = None
-            o.rows = {
-                "prompt_ids": p_ids,
-                "completion_ids": c_ids,
-                "logprobs": lps,
-                "rewards": rewards[sl],
-                "behaviour": behaviour[sl] if behaviour is not None else None,
-            }
-            # Rescued: a hinted attempt is correct (the hinted group is not collapsed).
-            o.rescued = not is_collapsed(passed[sl])
-
-    def _assemble(self, o: _Open, rows: Dict[str, Any], plan: List[Dict[str, Any]], rewards: List[float], g: int) -> List[float]:
-        """Puts a hinted group into the batch; returns the hinted rows' rewards."""
-        cfg = self.intervention
-        keep = cfg.keep_unhinted if cfg.assembly == "nurl" else 0
-        start = o.group * g
-        unhinted = rewards[start : start + g]
-        baseline = sum(unhinted) / len(unhinted) if cfg.credit == "prefix" else None
-        hinted = o.rows
-        assert hinted is not None
-        out = []
-        for j in range(g):
-            i = start + j
-            plan[i]["baseline"] = baseline
-            if j < keep:
-                continue
-            h = j - keep
-            rows["prompt_ids"][i] = hinted["prompt_ids"][h]
-            rows["completion_ids"][i] = hinted["completion_ids"][h]
-            if rows["logprobs"] is not None:
-                rows["logprobs"][i] = hinted["logprobs"][h] if hinted["logprobs"] is not None else None
-            plan[i]["hinted"] = True
-            if hinted["behaviour"] is not None:
-                plan[i]["old_logps"] = hinted["behaviour"][h]
-            out.append(hinted["rewards"][h])
+        if self.intervention.credit == "stripped_is":  # a forward pass without vLLM: on the padded rows too
+            behaviour = [list(lp) for lp in logprobs] if logprobs is not None else self._logps(gen_ids, sampled)
+        out: List[Tuple[_Attempt, List[float], List[bool]]] = []
+        if not requests:
+            return out
+        sampled = sampled[:real]
+        # What is judged: the forced steps and the sampled tokens, under the original prompt.
+        completions: List[List[int]] = []
+        row_inputs, row_prompts = [], []
+        at = 0
+        for a, r in zip(attempts, requests):
+            a.sampled = sampled[at : at + r.n]
+            a.logprobs = logprobs[at : at + r.n] if logprobs is not None else None
+            a.behaviour = behaviour[at : at + r.n] if behaviour is not None else None
+            completions += [list(a.forced_ids) + c for c in a.sampled]
+            row_inputs += [inputs[r.group * g]] * r.n
+            row_prompts += [prompts[r.group * g]] * r.n
+            at += r.n
+        rewards, _, passed = self._score(row_inputs, row_prompts, self._decode(completions), completions)
+        at = 0
+        for a, r in zip(attempts, requests):
+            out.append((a, rewards[at : at + r.n], passed[at : at + r.n]))
+            at += r.n
         return out
 
-    def _apply_credit(self, out: Dict[str, Any], plan: List[Dict[str, Any]], need_old: bool) -> None:
+    def _apply_plan(self, plan: Any, rows: List[_Row], attempts: List[_Attempt], prompt_ids: List[List[int]], g: int) -> List[_Row]:
+        """The step's plan as TRL's rows: each planned row's prompt and completion tokens (the
+        forced steps in the completion or in the prompt, as the plan says), its sampling
+        log-probs, baseline and behaviour log-probs. TRL's batch keeps its size and order."""
+        if len(plan.rows) != len(rows) or plan.groups * g != len(rows):
+            raise RuntimeError(
+                f"MentorGRPOTrainer: the step planned {len(plan.rows)} rows in {plan.groups} groups for a batch of "
+                f"{len(rows)} (augment and hinted_in_context do not fit TRL's batch)"
+            )
+        out: List[_Row] = []
+        for p in plan.rows:
+            k, j = p.source_group, p.sample
+            if p.attempt is None:
+                base = rows[k * g + j]
+                out.append(_Row(base.prompt_ids, base.completion_ids, base.logprobs, baseline=p.baseline, reward=p.reward))
+                continue
+            a = attempts[p.attempt]
+            context = list(a.context_ids) if p.hinted_prompt else list(prompt_ids[k * g])
+            forced = list(a.forced_ids)
+            given = forced if p.prefix_in_loss else []
+            if not p.prefix_in_loss:
+                context += forced
+            lps = None
+            if a.logprobs is not None:
+                lps = [math.nan] * len(given) + list(a.logprobs[j])
+            out.append(
+                _Row(
+                    prompt_ids=context,
+                    completion_ids=given + list(a.sampled[j]),
+                    logprobs=lps,
+                    hinted=True,
+                    given_tokens=len(given),
+                    baseline=p.baseline,
+                    old_logps=list(a.behaviour[j]) if p.behaviour and a.behaviour is not None else None,
+                    reward=p.reward,
+                )
+            )
+        return out
+
+    def _apply_credit(self, out: Dict[str, Any], plan: List[_Row], need_old: bool) -> None:
         """``prefix``: advantage ``r - baseline``; ``stripped_is``: the hinted context's
         log-probs as the behaviour log-probs (``need_old``: some process has such rows, so
         every process makes sure ``old_per_token_logps`` exists)."""
         advantages = out[compat.ADVANTAGES]
-        if any(p["baseline"] is not None for p in plan):
+        if any(r.baseline is not None for r in plan):
             if self._mentor_last_rewards is None:
                 raise RuntimeError("MentorGRPOTrainer: TRL did not score the batch through _calculate_rewards")
             rpf = self._mentor_last_rewards
             weights = self.reward_weights.to(rpf.device).unsqueeze(0)
             total = (rpf * weights).nansum(dim=1)
             total = compat.local_rows(self, total, len(plan)).to(advantages.device)
-            for i, p in enumerate(plan):
-                if p["baseline"] is not None:
-                    advantages[i] = total[i] - p["baseline"]
+            for i, r in enumerate(plan):
+                if r.baseline is not None:
+                    advantages[i] = total[i] - r.baseline
         if need_old:
             old = out.get(compat.OLD_PER_TOKEN_LOGPS)
             completion_ids = out[compat.COMPLETION_IDS]
@@ -447,8 +485,8 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
                 with torch.no_grad():
                     old = compat.per_token_logps(self, input_ids, mask, completion_ids.size(1))
             old = old.clone()
-            for i, p in enumerate(plan):
-                lp = p["old_logps"]
+            for i, r in enumerate(plan):
+                lp = r.old_logps
                 if lp is not None:
                     n = min(len(lp), old.size(1))
                     old[i, :n] = torch.tensor(lp[:n], dtype=old.dtype, device=old.device)
@@ -537,17 +575,6 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         with torch.no_grad():
             logps = compat.per_token_logps(self, torch.cat([p, c], dim=1), torch.cat([pm, cm], dim=1), c.size(1))
         return [logps[i, : len(x)].tolist() for i, x in enumerate(completion_ids)]
-
-    def _hinted_prompt(self, prompt: Any, hint_text: str) -> Any:
-        addition = self.intervention.hint_template.replace("{hint}", hint_text)
-        if isinstance(prompt, str):
-            return prompt + addition
-        messages = copy.deepcopy(list(prompt))
-        if messages and messages[-1].get("role") == "user" and isinstance(messages[-1].get("content"), str):
-            messages[-1]["content"] = messages[-1]["content"] + addition
-        else:
-            messages.append({"role": "user", "content": addition.lstrip()})
-        return messages
 
     @staticmethod
     def _task(row: Dict[str, Any], prompt: Any) -> Dict[str, Any]:
