@@ -29,29 +29,36 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 const MI_OPTION_PURGE_DECOMMITS: libmimalloc_sys::mi_option_t = 5;
 
 fn main() -> ExitCode {
-    main_with(|memory| {
-        // A purge delay or mode the user set (`MIMALLOC_PURGE_DELAY`, `MIMALLOC_PURGE_DECOMMITS`,
-        // read by mimalloc itself) wins.
-        let (option, value, var) = match memory {
-            // -1 = never purge freed memory.
-            MemoryUse::Repeating => (MI_OPTION_PURGE_DELAY, -1, "MIMALLOC_PURGE_DELAY"),
-            // 0 = purge by resetting (`MADV_FREE`), not by decommitting.
-            MemoryUse::Varying => (MI_OPTION_PURGE_DECOMMITS, 0, "MIMALLOC_PURGE_DECOMMITS"),
-        };
-        if std::env::var_os(var).is_none() {
-            // SAFETY: sets a process-wide integer option (no pointers). mimalloc reads both
-            // options where it schedules or runs a purge, so setting them after the first
-            // allocations (argument parsing) takes effect for all that follows.
-            #[allow(unsafe_code)]
-            unsafe {
-                libmimalloc_sys::mi_option_set(option, value)
-            };
-        }
-    })
+    let cli = cli::Cli::parse();
+    tune_allocator(match cli.command {
+        cli::Command::Rescue(_) | cli::Command::Probe(_) | cli::Command::Serve(_) => MemoryUse::Varying,
+        _ => MemoryUse::Repeating,
+    });
+    run(cli)
 }
 
-/// How a subcommand uses memory: what a binary that tunes its allocator needs to know
-/// ([`main_with`]).
+/// Sets mimalloc's purge option for the subcommand's [`MemoryUse`], after the arguments are
+/// parsed and before anything else runs. A purge delay or mode the user set
+/// (`MIMALLOC_PURGE_DELAY`, `MIMALLOC_PURGE_DECOMMITS`, read by mimalloc itself) wins.
+fn tune_allocator(memory: MemoryUse) {
+    let (option, value, var) = match memory {
+        // -1 = never purge freed memory.
+        MemoryUse::Repeating => (MI_OPTION_PURGE_DELAY, -1, "MIMALLOC_PURGE_DELAY"),
+        // 0 = purge by resetting (`MADV_FREE`), not by decommitting.
+        MemoryUse::Varying => (MI_OPTION_PURGE_DECOMMITS, 0, "MIMALLOC_PURGE_DECOMMITS"),
+    };
+    if std::env::var_os(var).is_none() {
+        // SAFETY: sets a process-wide integer option (no pointers). mimalloc reads both
+        // options where it schedules or runs a purge, so setting them after the first
+        // allocations (argument parsing) takes effect for all that follows.
+        #[allow(unsafe_code)]
+        unsafe {
+            libmimalloc_sys::mi_option_set(option, value)
+        };
+    }
+}
+
+/// How a subcommand uses memory, which decides how the allocator is tuned ([`tune_allocator`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MemoryUse {
     /// The same large buffers freed and allocated again at a high rate (training steps,
@@ -63,14 +70,8 @@ enum MemoryUse {
     Varying,
 }
 
-/// Parses the arguments and runs the subcommand, calling `tune` with the subcommand's [`MemoryUse`] after the arguments are parsed
-/// and before anything else runs (this binary sets mimalloc's purge delay there).
-fn main_with(tune: impl FnOnce(MemoryUse)) -> ExitCode {
-    let cli = cli::Cli::parse();
-    tune(match cli.command {
-        cli::Command::Rescue(_) | cli::Command::Probe(_) | cli::Command::Serve(_) => MemoryUse::Varying,
-        _ => MemoryUse::Repeating,
-    });
+/// Runs the parsed command: logging, thread pools and kernel path first, then the subcommand.
+fn run(cli: cli::Cli) -> ExitCode {
     if let Err(e) = init_logging(cli.log_level.as_deref()) {
         eprintln!("error: --log-level: {e}");
         return ExitCode::FAILURE;
