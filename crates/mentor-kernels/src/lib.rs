@@ -40,8 +40,9 @@ pub mod matmul;
 pub mod ops;
 mod paths;
 pub mod probs;
-#[cfg(test)]
-mod test_util;
+#[cfg(any(test, feature = "test-util"))]
+#[doc(hidden)]
+pub mod test_util;
 mod threads;
 pub mod vexp;
 

@@ -1,9 +1,10 @@
-//! Helpers the crate's unit tests share.
+//! Helpers the unit tests of this crate and of mentor-policy share (the `test-util` feature
+//! exports them to the policy's tests; no library code uses them).
 
 use candle_core::{DType, Device, Tensor};
 
 /// Deterministic values in `[-scale, scale)` (xorshift64 from `seed`), as `dtype`.
-pub(crate) fn tensor(dims: &[usize], seed: u64, scale: f64, dtype: DType) -> Tensor {
+pub fn tensor(dims: &[usize], seed: u64, scale: f64, dtype: DType) -> Tensor {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let n = dims.iter().product();
     let v: Vec<f64> = (0..n)
@@ -18,7 +19,7 @@ pub(crate) fn tensor(dims: &[usize], seed: u64, scale: f64, dtype: DType) -> Ten
 }
 
 /// Each element's bits (an `f32`'s widened), for bit-for-bit comparisons.
-pub(crate) fn bits(t: &Tensor) -> Vec<u64> {
+pub fn bits(t: &Tensor) -> Vec<u64> {
     let t = t.flatten_all().unwrap().contiguous().unwrap();
     match t.dtype() {
         DType::F32 => t.to_vec1::<f32>().unwrap().iter().map(|x| x.to_bits() as u64).collect(),

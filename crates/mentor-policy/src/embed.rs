@@ -154,7 +154,7 @@ mod tests {
     use candle_core::{Device, Var};
 
     use super::*;
-    use crate::test_util::bits;
+    use mentor_kernels::test_util::bits;
 
     /// Two lookups of one embedding (repeated ids included), as a staged pass makes them: the
     /// rows and the gradient candle's `index_select` gives, bit for bit.

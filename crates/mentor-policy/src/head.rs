@@ -252,7 +252,7 @@ mod tests {
     use candle_core::{Device, Var, D};
 
     use super::*;
-    use crate::test_util::{bits, tensor};
+    use mentor_kernels::test_util::{bits, tensor};
 
     fn rel_diff(a: &Tensor, b: &Tensor) -> f64 {
         let (a, b) = (a.to_dtype(DType::F64).unwrap(), b.to_dtype(DType::F64).unwrap());

@@ -56,8 +56,6 @@ mod policy;
 mod sampling;
 mod source;
 mod stages;
-#[cfg(test)]
-mod test_util;
 mod tokenizer;
 
 pub use chat_template::ChatTemplate;

@@ -76,7 +76,7 @@ mod tests {
     use candle_core::Var;
 
     use super::*;
-    use crate::test_util::{bits, tensor};
+    use mentor_kernels::test_util::{bits, tensor};
 
     /// `(y, dgate, dup, dw)` of `sum(y · r)` by `f`, on `rows` rows.
     fn run(dtype: DType, rows: usize, f: impl Fn(&Tensor, &Tensor, &Tensor) -> Tensor) -> Vec<Tensor> {

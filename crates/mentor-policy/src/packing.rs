@@ -336,7 +336,7 @@ mod tests {
     use candle_core::Var;
 
     use super::*;
-    use crate::test_util::bits;
+    use mentor_kernels::test_util::bits;
 
     /// The moves give the candle ops' values and gradients, bit for bit, and are each other's
     /// inverse on the real columns.
