@@ -8,8 +8,12 @@
 //! interval (t over the seeds: with 3 seeds it is wide, and says so) and a paired interval over
 //! (seed, problem) units with problems clustered across seeds (the same problem index of a set
 //! is one cluster: exact for sets fixed in the config, conservative for sets drawn per seed).
+//! For a set whose problems name their template (the held-out family's), also a t interval
+//! over templates: each template's mean paired difference over its problems and the seeds,
+//! with templates as the unit — the unit a held-out claim generalises over. The intervals
+//! are 95% per contrast, with no correction for the contrasts' number.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -290,6 +294,34 @@ pub struct ArmContrast {
     /// arms measured it.
     #[serde(default)]
     pub passk_by_problem: Option<[f64; 3]>,
+    /// `[mean, lo, hi]`: the 95% t interval over templates of each template's mean paired
+    /// pass@1 difference (its problems and the seeds pooled), where the set's problems name
+    /// their template ([`Templates`]) and at least two templates are paired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_template: Option<[f64; 3]>,
+    /// Templates in `by_template` (0: not measured).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub templates: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Each evaluated problem's template, by set and seed, in set order (the template names a
+/// generated family puts in `meta.subject`): `templates[set][seed][i]` is problem `i`'s.
+/// Sets and seeds without names are absent.
+pub type Templates = BTreeMap<String, BTreeMap<u64, Vec<String>>>;
+
+/// The mean and 95% t interval of `values` (`None` under two).
+fn t_interval(values: &[f64]) -> Option<[f64; 3]> {
+    let n = values.len();
+    (n >= 2).then(|| {
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let half = t975(n - 1) * (var / n as f64).sqrt();
+        [mean, mean - half, mean + half]
+    })
 }
 
 /// One evaluation set pooled.
@@ -379,8 +411,9 @@ fn t975(df: usize) -> f64 {
     T.get(df.wrapping_sub(1)).copied().unwrap_or(1.960)
 }
 
-/// Pools result files: per set, every arm's final pass@1 and `mentor`'s contrasts.
-pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
+/// Pools result files: per set, every arm's final pass@1 and `mentor`'s contrasts; `templates`
+/// names each problem's template where a set has them (empty: no template intervals).
+pub fn pool(results: &[ResultFile], templates: &Templates, bootstrap: usize, seed: u64) -> Pooled {
     let sets: BTreeSet<&str> = results.iter().flat_map(|r| r.evals.iter().map(|e| e.set.as_str())).collect();
     let arms: BTreeSet<&str> = results.iter().map(|r| r.arm.as_str()).collect();
     let find = |arm: &str, s: u64| results.iter().find(|r| r.arm == arm && r.seed == s);
@@ -412,6 +445,8 @@ pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
                 let (mut per_seed, mut a, mut b, mut clusters) =
                     (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 let (mut ka, mut kb, mut kclusters) = (Vec::new(), Vec::new(), Vec::new());
+                // Per template: (sum of paired differences, problems).
+                let mut by_name: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
                 for r in results.iter().filter(|r| r.arm == "mentor") {
                     let (Some(m), Some(o)) =
                         (r.final_eval(set), find(other, r.seed).and_then(|o| o.final_eval(set)))
@@ -420,10 +455,19 @@ pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
                     };
                     per_seed.push((r.seed, m.pass1 - o.pass1));
                     if m.correct.len() == o.correct.len() {
+                        let names = templates
+                            .get(set)
+                            .and_then(|by_seed| by_seed.get(&r.seed))
+                            .filter(|names| names.len() == m.correct.len());
                         for (i, (x, y)) in m.correct.iter().zip(&o.correct).enumerate() {
                             a.push(f64::from(u8::from(*x)));
                             b.push(f64::from(u8::from(*y)));
                             clusters.push(i as u64);
+                            if let Some(names) = names {
+                                let e = by_name.entry(names[i].as_str()).or_default();
+                                e.0 += f64::from(u8::from(*x)) - f64::from(u8::from(*y));
+                                e.1 += 1;
+                            }
                         }
                     }
                     let (pm, po) = (m.passk_each(), o.passk_each());
@@ -434,13 +478,9 @@ pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
                         kb.extend(po);
                     }
                 }
-                let n = per_seed.len();
-                let by_seed = (n >= 2).then(|| {
-                    let mean = per_seed.iter().map(|p| p.1).sum::<f64>() / n as f64;
-                    let var = per_seed.iter().map(|p| (p.1 - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-                    let half = t975(n - 1) * (var / n as f64).sqrt();
-                    [mean, mean - half, mean + half]
-                });
+                let by_seed = t_interval(&per_seed.iter().map(|p| p.1).collect::<Vec<_>>());
+                let template_means: Vec<f64> = by_name.values().map(|(d, n)| d / *n as f64).collect();
+                let by_template = t_interval(&template_means);
                 let by_problem =
                     stats::paired_difference(&a, &b, &stats::clustered_resamples(&clusters, bootstrap, seed));
                 let passk_by_problem = (!ka.is_empty())
@@ -458,6 +498,8 @@ pub fn pool(results: &[ResultFile], bootstrap: usize, seed: u64) -> Pooled {
                     by_seed,
                     by_problem,
                     passk_by_problem,
+                    templates: if by_template.is_some() { template_means.len() } else { 0 },
+                    by_template,
                 });
             }
         }
@@ -656,6 +698,11 @@ pub fn markdown(p: &Pooled) -> String {
     if p.config_hashes.len() > 1 {
         s.push_str("**The runs do not share one config**: they are not one experiment.\n\n");
     }
+    if p.sets.iter().any(|set| set.contrasts.len() > 1) {
+        s.push_str(
+            "Each interval is 95% for its own contrast, not corrected for the number of contrasts.\n\n",
+        );
+    }
     for set in &p.sets {
         let _ = writeln!(s, "### {}\n", set.set);
         let k = set.arms.iter().find_map(|a| a.k);
@@ -679,9 +726,16 @@ pub fn markdown(p: &Pooled) -> String {
         }
         if !set.contrasts.is_empty() {
             let kcol = k.map(|k| format!(" pass@{k} by problem |")).unwrap_or_default();
+            let templates = set.contrasts.iter().map(|c| c.templates).max().unwrap_or(0);
+            let tcol = if templates > 0 {
+                format!(" by template (t over {templates}, 95%) |")
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "\n| mentor − | per seed | by seed (t, 95%) | by problem (clustered, 95%) |{kcol}\n|---|---|---|---|{}",
+                "\n| mentor − | per seed | by seed (t, 95%) | by problem (clustered, 95%) |{tcol}{kcol}\n|---|---|---|---|{}{}",
+                if templates > 0 { "---|" } else { "" },
                 if k.is_some() { "---|" } else { "" }
             );
             for c in &set.contrasts {
@@ -694,6 +748,9 @@ pub fn markdown(p: &Pooled) -> String {
                     interval(c.by_seed),
                     interval(c.by_problem)
                 );
+                if templates > 0 {
+                    let _ = write!(s, " {} |", interval(c.by_template));
+                }
                 if k.is_some() {
                     let _ = write!(s, " {} |", interval(c.passk_by_problem));
                 }
@@ -780,7 +837,7 @@ mod tests {
             result("mentor", 1, &[t, f, t, f]),
             result("vanilla", 1, &[f, t, t, f]),
         ];
-        let p = pool(&results, 500, 3);
+        let p = pool(&results, &Templates::new(), 500, 3);
         assert_eq!(p.runs, 4);
         let set = &p.sets[0];
         assert_eq!(set.set, "new_templates");
@@ -796,6 +853,43 @@ mod tests {
         // By problem: 8 units, mentor − vanilla per unit: 0,1,1,0 and 1,-1,0,0 → mean 0.25.
         assert!((c.by_problem.unwrap()[0] - 0.25).abs() < 1e-12);
         assert!(markdown(&p).contains("| vanilla | s0 +0.500, s1 +0.000 |"));
+        assert!(c.by_template.is_none() && c.templates == 0);
+        assert!(!markdown(&p).contains("by template"));
+    }
+
+    /// The same runs with problems 0, 1 of template `a` and 2, 3 of `b` on both seeds. Paired
+    /// differences (mentor − vanilla): seed 0: 0, 1 | 1, 0; seed 1: 1, −1 | 0, 0. Template `a`:
+    /// (0 + 1 + 1 − 1) / 4 = 0.25; `b`: (1 + 0 + 0 + 0) / 4 = 0.25. Mean 0.25, sd 0: the
+    /// interval is that point. With problem 3 named `c` instead: `a` 0.25, `b` (1 + 0) / 2 =
+    /// 0.5, `c` (0 + 0) / 2 = 0: mean 0.25, sd 0.25, half-width 4.303 · 0.25 / √3 = 0.6211.
+    #[test]
+    fn templates_are_the_unit_of_the_template_interval() {
+        let t = true;
+        let f = false;
+        let results = [
+            result("mentor", 0, &[t, t, t, f]),
+            result("vanilla", 0, &[t, f, f, f]),
+            result("mentor", 1, &[t, f, t, f]),
+            result("vanilla", 1, &[f, t, t, f]),
+        ];
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let of = |v: &[&str]| {
+            let mut t = Templates::new();
+            t.insert("new_templates".into(), [(0, names(v)), (1, names(v))].into_iter().collect());
+            t
+        };
+        let p = pool(&results, &of(&["a", "a", "b", "b"]), 500, 3);
+        let c = &p.sets[0].contrasts[0];
+        assert_eq!((c.by_template, c.templates), (Some([0.25, 0.25, 0.25]), 2));
+        let p = pool(&results, &of(&["a", "a", "b", "c"]), 500, 3);
+        let c = &p.sets[0].contrasts[0];
+        let [m, lo, hi] = c.by_template.unwrap();
+        assert_eq!(c.templates, 3);
+        assert!((m - 0.25).abs() < 1e-12 && (hi - m - 0.6211).abs() < 1e-3 && (m - lo - 0.6211).abs() < 1e-3);
+        assert!(markdown(&p).contains("by template (t over 3, 95%)"));
+        // Names that do not match the set's length are not used.
+        let p = pool(&results, &of(&["a", "b"]), 500, 3);
+        assert!(p.sets[0].contrasts[0].by_template.is_none());
     }
 
     /// pass@2 from 4 draws: c = 0 → 0, c = 1 → 1 − C(3,2)/C(4,2) = 1/2, c = 2 → 1 − 1/6 = 5/6.
@@ -820,7 +914,7 @@ mod tests {
         ];
         let each = results[0].final_eval("new_templates").unwrap().passk_each();
         assert!(each.len() == 2 && (each[0] - 0.5).abs() < 1e-12 && (each[1] - 5.0 / 6.0).abs() < 1e-12);
-        let p = pool(&results, 500, 3);
+        let p = pool(&results, &Templates::new(), 500, 3);
         let set = &p.sets[0];
         let mentor = set.arms.iter().find(|a| a.arm == "mentor").unwrap();
         assert_eq!(mentor.k, Some(2));
@@ -849,7 +943,7 @@ mod tests {
         a.steps = vec![step(0, [100, 60]), step(1, [50, 45]), step(2, [0, 0])];
         let mut b = result("vanilla", 0, &[false]);
         b.steps = vec![step(0, [0, 0]), step(1, [0, 0]), step(2, [0, 0])];
-        let p = pool(&[a.clone(), b.clone()], 10, 1);
+        let p = pool(&[a.clone(), b.clone()], &Templates::new(), 10, 1);
         let c = &p.costs[0];
         assert_eq!((c.steps, c.rows, c.extra_rollouts, c.intervened, c.hint_tokens), (3, 120, 24, 6, 90));
         assert!((c.own_share.unwrap() - 105.0 / 150.0).abs() < 1e-12);

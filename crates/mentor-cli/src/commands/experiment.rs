@@ -112,7 +112,8 @@ fn one_experiment(
     if results.is_empty() {
         anyhow::bail!("no result file in {}\nhint: run without --pool-only", args.results.display());
     }
-    let pooled = experiment::pool(&results, 2000, mentor_trainer::seed::mix(&[0xe4e7, 0x5eed]));
+    let templates = templates(args, &results);
+    let pooled = experiment::pool(&results, &templates, 2000, mentor_trainer::seed::mix(&[0xe4e7, 0x5eed]));
     mentor_trainer::jsonl::write_json(&args.results.join("pooled.json"), &pooled)?;
     for (name, svg) in experiment::curves(&results)? {
         mentor_trainer::jsonl::write_atomic(&args.results.join(name), svg.as_bytes())?;
@@ -125,6 +126,36 @@ fn one_experiment(
         args.results.join("pooled.md").display()
     );
     Ok(md)
+}
+
+/// Each evaluated problem's template, for the sets whose problems name one (a generated
+/// family's `meta.subject`), made again from the config for every seed the results have: the
+/// sets are a function of the config and the seed. Where they cannot be made (say, no dataset
+/// directory for a dataset set), the pooled table goes without template intervals and says why
+/// here.
+fn templates(args: &ExperimentArgs, results: &[ResultFile]) -> experiment::Templates {
+    let mut out = experiment::Templates::new();
+    let seeds: std::collections::BTreeMap<u64, &str> =
+        results.iter().map(|r| (r.seed, r.arm.as_str())).collect();
+    for (seed, arm) in seeds {
+        let named = run_config(args, arm, seed).and_then(|cfg| {
+            mentor_trainer::train::load_tasks(&cfg)
+                .with_context(|| format!("loading seed {seed}'s evaluation sets"))
+        });
+        match named {
+            Ok(mentor_trainer::train::Tasks::Dataset { named, .. }) => {
+                for (set, tasks) in named {
+                    let names: Option<Vec<String>> = tasks.iter().map(|t| t.meta.subject.clone()).collect();
+                    if let Some(names) = names.filter(|n| !n.is_empty()) {
+                        out.entry(set).or_default().insert(seed, names);
+                    }
+                }
+            }
+            Ok(mentor_trainer::train::Tasks::Curriculum) => {}
+            Err(e) => eprintln!("experiment: no template intervals for seed {seed}: {e:#}"),
+        }
+    }
+    out
 }
 
 /// The config of one arm and seed, its run directory under `args.runs`.
