@@ -1,5 +1,8 @@
 //! `cargo xtask bench <target>`: each crate's comparison bench, with its peer installed into a
-//! private venv from hash-pinned requirements, run in release mode. Numbers go to stdout (the policy and step benches also write
+//! private venv from hash-pinned requirements, run in release mode. The convention: Rust timing
+//! programs are `[[bench]]` targets in their crate's `benches/` (criterion's or a plain `main`,
+//! run by `cargo bench`), a Python peer lives in its crate's `bench/` with its hash-pinned
+//! requirements, and this module orchestrates the two. Numbers go to stdout (the policy and step benches also write
 //! `<target>/bench/policy_vs_torch.json` and `step_vs_trl.json`); copy them into `docs/PERFORMANCE.md`.
 
 use anyhow::Result;
@@ -49,16 +52,7 @@ pub fn run_bench(target: Target, extra: &[String]) -> Result<()> {
             eprintln!("==> bench math: release build and run (both checkers, same cases, same run)");
             run(
                 cargo()
-                    .args([
-                        "run",
-                        "--release",
-                        "-p",
-                        "mentor-verify-math",
-                        "--example",
-                        "bench_vs_mathverify",
-                        "--",
-                        "--python",
-                    ])
+                    .args(["bench", "-p", "mentor-verify-math", "--bench", "vs_mathverify", "--", "--python"])
                     .arg(py)
                     .args(extra),
                 "the math bench",
@@ -68,7 +62,7 @@ pub fn run_bench(target: Target, extra: &[String]) -> Result<()> {
             eprintln!("==> bench code: release build and run (sandbox and native python in the same run)");
             run(
                 cargo()
-                    .args(["run", "--release", "-p", "mentor-verify-code", "--example", "bench", "--"])
+                    .args(["bench", "-p", "mentor-verify-code", "--bench", "sandbox_vs_native", "--"])
                     .env(mentor_core::assets::HOME_VAR, dir.root())
                     .args(extra),
                 "the code bench",
@@ -82,7 +76,7 @@ pub fn run_bench(target: Target, extra: &[String]) -> Result<()> {
                 threads.parse().map_err(|_| anyhow::anyhow!("--threads {threads} is not a count"))?;
             eprintln!("==> bench peak: the machine's limits and the policy against them ({n} threads)");
             let mut cmd = cargo();
-            cmd.args(["run", "-p", "mentor-policy", "--example", "peak", "--"])
+            cmd.args(["bench", "--profile", "dev", "-p", "mentor-policy", "--bench", "peak", "--"])
                 .args(crate::bench_policy::without_flag(extra, "--threads"))
                 .args(["--threads", &threads])
                 .env(mentor_core::assets::HOME_VAR, dir.root());

@@ -36,7 +36,7 @@ pub fn run(dir: &AssetDir, extra: &[String]) -> Result<()> {
 
     eprintln!("==> bench policy: candle, release build and run on the SmolLM2 GGUF ({threads} threads)");
     let mut ours = cargo();
-    ours.args(["run", "--release", "-p", "mentor-policy", "--example", "bench", "--"])
+    ours.args(["bench", "-p", "mentor-policy", "--bench", "throughput", "--"])
         .args(&ours_args)
         .env(mentor_core::assets::HOME_VAR, dir.root());
     set_threads(&mut ours, threads);

@@ -1,4 +1,4 @@
-"""PyTorch + Hugging Face transformers peer of `crates/mentor-policy/examples/bench.rs`.
+"""PyTorch + Hugging Face transformers peer of `crates/mentor-policy/benches/throughput.rs`.
 
 Loads SmolLM2-135M-Instruct from the same GGUF (transformers dequantises it to float32 with the
 `gguf` package), then measures what the candle bench measures, the same way:

@@ -399,7 +399,7 @@ mod tests {
         Ok(best)
     }
 
-    /// The head node against the candle-op chain it replaces, on `examples/train_step.rs`'s
+    /// The head node against the candle-op chain it replaces, on `benches/train_step.rs`'s
     /// workload (64 rows, 90 completion tokens, hidden 64, vocabulary 32): the row of
     /// mentor-kernels' per-kernel table (`kernel_timing`) that needs the head. A report, not a
     /// check of speed: `cargo test --release -p mentor-policy --lib head_timing -- --ignored

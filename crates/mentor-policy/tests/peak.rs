@@ -3,7 +3,7 @@
 //! update's products alone counted as the update), and the summary line has the fields the
 //! bench promises.
 
-#[path = "../examples/peak/measure.rs"]
+#[path = "../benches/peak/measure.rs"]
 #[allow(dead_code)]
 mod measure;
 

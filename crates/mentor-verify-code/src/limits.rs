@@ -37,7 +37,7 @@ pub const NATIVE_CPU_SECONDS: f64 = 5.0;
 
 /// How much slower CPython computes in the sandbox than natively: one fixed, recorded factor
 /// (so rewards stay deterministic across machines), from
-/// `cargo run -p mentor-verify-code --example slowdown` (CPU-bound workloads timed by
+/// `cargo bench --profile dev -p mentor-verify-code --bench slowdown` (CPU-bound workloads timed by
 /// themselves, the sandbox's CPython 3.14 on one worker against a native CPython). On
 /// 2026-12-06, against CPython 3.11.7 on a 2-vCPU AMD EPYC, over seven runs of 3-5 rounds: an
 /// integer loop 3.6-3.9 (4.6 in one run beside a cargo build), strings and dicts 3.2-4.0, MBPP

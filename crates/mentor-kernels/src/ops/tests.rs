@@ -287,7 +287,7 @@ struct Dims {
 }
 
 /// Fused kernels against the composite ops they replace, on the shapes of mentor-policy's
-/// `examples/train_step.rs` workload: each pair must agree (forward), and the table gives
+/// `benches/train_step.rs` workload: each pair must agree (forward), and the table gives
 /// milliseconds of forward + backward per training step.
 fn kernel_table(b: usize, t: usize, d: &Dims) -> candle_core::Result<()> {
     let dev = Device::Cpu;
@@ -363,7 +363,7 @@ fn kernel_table(b: usize, t: usize, d: &Dims) -> candle_core::Result<()> {
 #[test]
 #[ignore = "a timing report: run with --release -- --ignored --nocapture"]
 fn kernel_timing_against_composite_ops() {
-    // mentor-policy's `examples/train_step.rs` tiny model (`Config::tiny(0, 64, 3, 4, 4)` with
+    // mentor-policy's `benches/train_step.rs` tiny model (`Config::tiny(0, 64, 3, 4, 4)` with
     // an intermediate size of 170) and batch: 64 rows, ~80-token completions.
     kernel_table(64, 91, &Dims { hidden: 64, heads: 4, hd: 16, inter: 170, layers: 3 }).unwrap();
 }

@@ -6,7 +6,7 @@
 //! ```text
 //! python3 -m venv /tmp/mv-venv
 //! /tmp/mv-venv/bin/pip install --require-hashes -r crates/mentor-verify-math/bench/requirements.txt
-//! cargo run --release -p mentor-verify-math --example bench_vs_mathverify -- --python /tmp/mv-venv/bin/python
+//! cargo bench -p mentor-verify-math --bench vs_mathverify -- --python /tmp/mv-venv/bin/python
 //! ```
 //!
 //! Options: `--python PATH` (default `$MV_PYTHON`, else `python3`), `--cases FILE` (repeatable;
@@ -95,6 +95,12 @@ fn run_mathverify(python: &str, file: &Path) -> Result<Value> {
 }
 
 fn main() -> Result<()> {
+    // A timing program: `cargo bench` runs it and passes `--bench`; `cargo test --all-targets`
+    // runs it without, and then it only says how to run it, so the test suite times nothing.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("a timing program: run it with `cargo bench -p mentor-verify-math --bench vs_mathverify [-- ARGS]`");
+        return Ok(());
+    }
     let mut python = std::env::var("MV_PYTHON").unwrap_or_else(|_| "python3".into());
     let mut files = Vec::new();
     let mut seconds = 2.0f64;
@@ -104,6 +110,7 @@ fn main() -> Result<()> {
             "--python" => python = args.next().context("--python needs a path")?,
             "--cases" => files.push(PathBuf::from(args.next().context("--cases needs a file")?)),
             "--seconds" => seconds = args.next().context("--seconds needs a number")?.parse()?,
+            "--bench" => {}
             other => bail!("unknown argument {other}"),
         }
     }

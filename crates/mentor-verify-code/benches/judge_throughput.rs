@@ -3,7 +3,7 @@
 //! Prints the wall time per task for each set and round, and how many passed.
 //!
 //! ```text
-//! cargo run --release -p mentor-verify-code --example judge_throughput -- [--rounds N] [--workers N] [--runtime PATH]
+//! cargo bench -p mentor-verify-code --bench judge_throughput -- [--rounds N] [--workers N] [--runtime PATH]
 //! ```
 //! `--runtime` judges with another build of the runtime component (to compare two builds of
 //! the guest on the same machine in the same sitting); by default the asset directory's.
@@ -22,6 +22,12 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 }
 
 fn main() -> BoxResult<()> {
+    // A timing program: `cargo bench` runs it and passes `--bench`; `cargo test --all-targets`
+    // runs it without, and then it only says how to run it, so the test suite times nothing.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("a timing program: run it with `cargo bench -p mentor-verify-code --bench judge_throughput [-- ARGS]`");
+        return Ok(());
+    }
     let args: Vec<String> = std::env::args().collect();
     let rounds: usize = arg(&args, "--rounds").and_then(|s| s.parse().ok()).unwrap_or(3);
     let workers: usize = arg(&args, "--workers").and_then(|s| s.parse().ok()).unwrap_or(1);

@@ -10,8 +10,9 @@
 //! shows how much of each is spent outside them. The FLOP model and bandwidth convention are
 //! in `measure.rs`.
 //!
-//! Run: `cargo run -p mentor-policy --example peak [-- --threads 2 --json --tiny]` (the dev
-//! profile: the policy and its dependencies are optimised there, as fast as a release build).
+//! Run: `cargo bench --profile dev -p mentor-policy --bench peak -- [--threads 2 --json --tiny]`
+//! (the dev profile, as `mentor train` runs: the policy and its dependencies are optimised there,
+//! as fast as a release build).
 //! Prints the table, then the summary line; `--json` prints the whole report as one JSON object
 //! instead of the table. `--tiny` measures a small random model (no assets; for tests).
 
@@ -37,6 +38,12 @@ fn value(name: &str) -> Option<usize> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // A timing program: `cargo bench` runs it and passes `--bench`; `cargo test --all-targets`
+    // runs it without, and then it only says how to run it, so the test suite times nothing.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("a timing program: run it with `cargo bench -p mentor-policy --bench peak [-- ARGS]`");
+        return Ok(());
+    }
     process::tune();
     let threads = value("--threads").unwrap_or(2);
     mentor_kernels::set_threads(threads)?;

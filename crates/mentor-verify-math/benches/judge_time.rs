@@ -1,7 +1,7 @@
 //! Per-task judge time over the labelled case files and the reference solutions of the
 //! datasets, single-threaded: what one check costs on typical inputs.
 //!
-//! Run: `cargo run --release -p mentor-verify-math --example judge_time -- [ROUNDS]`
+//! Run: `cargo bench -p mentor-verify-math --bench judge_time -- [ROUNDS]`
 //! (data from `$MENTOR_DATASETS`, else `shared/datasets` beside the workspace).
 
 use std::time::Instant;
@@ -11,7 +11,16 @@ use mentor_core::{Task, Verifier};
 use mentor_verify_math::MathVerifier;
 
 fn main() {
-    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(5);
+    // A timing program: `cargo bench` runs it and passes `--bench`; `cargo test --all-targets`
+    // runs it without, and then it only says how to run it, so the test suite times nothing.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!(
+            "a timing program: run it with `cargo bench -p mentor-verify-math --bench judge_time [-- ARGS]`"
+        );
+        return;
+    }
+    let rounds: usize =
+        std::env::args().skip(1).find(|a| a != "--bench").and_then(|a| a.parse().ok()).unwrap_or(5);
     let mut tasks: Vec<(Task, String)> = Vec::new();
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     for file in ["math_equiv_cases.jsonl", "cases.jsonl"] {
