@@ -371,7 +371,9 @@ impl Model {
     /// final norm). `attend` gives the keys and values before this call's (a no-grad cache, or
     /// a differentiable shared prefix); `record`, when given, receives each layer's keys
     /// (after RoPE) and values of this call, `[B, kv_heads, T, head_dim]`, still in the graph;
-    /// `stages`, when given, cuts the graph after every layer ([`Stages`]).
+    /// `stages`, when given, cuts the graph after every layer ([`Stages`]). By phase: the
+    /// call's shapes are checked ([`Self::batch_shape`], [`Self::past_len`]), the tokens
+    /// embedded ([`Self::embed_tokens`]), then each layer runs ([`Self::layer`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn body(
         &self,
@@ -388,53 +390,12 @@ impl Model {
             Attend::Prefix(p) => p.packed.as_ref(),
             Attend::Cache(_) => None,
         };
-        // Packed rows: `ids` is `[1, N]`, the real columns of a `[B, T]` batch; every op but
-        // attention runs on those `N` columns only.
-        let (b, t) = match packed {
-            Some(pk) => {
-                if ids.dims() != [1, pk.n] {
-                    return Err(Error::InvalidRequest(format!(
-                        "packed ids {:?}, expected [1, {}]",
-                        ids.dims(),
-                        pk.n
-                    )));
-                }
-                (pk.b, pk.t)
-            }
-            None => ids.dims2()?,
-        };
-        let (xb, xt) = match packed {
-            Some(pk) => (1, pk.n),
-            None => (b, t),
-        };
-        let cfg = &self.cfg;
-        let (hd, nh, nkv) = (cfg.head_dim(), cfg.num_attention_heads, cfg.kv_heads());
-        let n_rep = nh / nkv;
+        let (b, t) = Self::batch_shape(ids, packed)?;
         let (mut cache, prefix) = match attend {
             Attend::Cache(c) => (c, None),
             Attend::Prefix(p) => (None, Some(p)),
         };
-        if let Some(c) = cache.as_deref_mut() {
-            if c.layers.len() != self.layers.len() {
-                *c = KvCache::with_capacity(self.layers.len(), c.capacity);
-            }
-        }
-        if let Some(p) = prefix {
-            if p.layers.len() != self.layers.len() || p.rows.dims() != [b] {
-                return Err(Error::InvalidRequest(format!(
-                    "shared prefix of {} layers for {:?} rows; the model has {} layers and the batch {b} rows",
-                    p.layers.len(),
-                    p.rows.dims(),
-                    self.layers.len()
-                )));
-            }
-        }
-        let past = match (cache.as_deref(), prefix) {
-            (Some(c), _) => c.len(),
-            (None, Some(p)) => p.len()?,
-            (None, None) => 0,
-        };
-        let tk = past + t;
+        let tk = self.past_len(cache.as_deref_mut(), prefix, b)? + t;
         if mask.dims() != [b, 1, t, tk] {
             return Err(Error::InvalidRequest(format!(
                 "mask shape {:?}, expected {:?}",
@@ -443,87 +404,202 @@ impl Model {
             )));
         }
         let (cos, sin) = self.rope_tables(positions)?;
-        let mask5 = mask.reshape((b, 1, 1, t, tk))?;
-        let scale = 1.0 / (hd as f64).sqrt();
-        let ids = ids.flatten_all()?;
-        let rows = match stages.as_deref() {
-            // A staged pass leaves the embedding's gradient to its stages (`crate::embed`).
-            Some(s) if ops::supported(&self.embed) => {
-                crate::embed::embed_rows(&self.embed, &ids, s.embed_slot())?
-            }
-            _ => self.embed.index_select(&ids, 0)?,
+        let pass = LayerPass {
+            b,
+            t,
+            packed,
+            cos,
+            sin,
+            mask,
+            mask5: mask.reshape((b, 1, 1, t, tk))?,
+            scale: 1.0 / (self.cfg.head_dim() as f64).sqrt(),
+            kernels,
+            fast,
         };
-        let mut x = rows.reshape((xb, xt, cfg.hidden_size))?;
-        // `[xb, xt, heads * hd]` -> `[B, heads, T, hd]` (padded again when packed: then one
-        // contiguous copy).
-        let heads = |y: Tensor, n: usize| -> Result<Tensor> {
-            match packed {
-                Some(pk) => pk.pad_heads(&y, n, hd),
-                None => Ok(y.reshape((b, t, n, hd))?.transpose(1, 2)?),
-            }
-        };
+        let mut x = self.embed_tokens(ids, stages.as_deref(), packed, b, t)?;
         for (li, l) in self.layers.iter().enumerate() {
-            let h = self.rms(&x, &l.ln1, kernels, fast)?;
-            let v = heads(lin(&l.v, &h)?, nkv)?.contiguous()?;
-            let (q, k) = match packed {
-                // Padded and rotated in one node (`crate::packing`) on the fast path.
-                Some(pk) if fast => (
-                    pk.pad_heads_rope(&lin(&l.q, &h)?, nh, hd, &cos, &sin)?,
-                    pk.pad_heads_rope(&lin(&l.k, &h)?, nkv, hd, &cos, &sin)?,
-                ),
-                _ => {
-                    let q = heads(lin(&l.q, &h)?, nh)?;
-                    let k = heads(lin(&l.k, &h)?, nkv)?;
-                    (Self::rope(&q, &cos, &sin, kernels, fast)?, Self::rope(&k, &cos, &sin, kernels, fast)?)
-                }
-            };
-            if let Some(r) = record.as_deref_mut() {
-                r.push((k.contiguous()?, v.clone()));
-            }
-            let (k, v) = match (cache.as_deref_mut(), prefix) {
-                (Some(c), _) => c.append(li, &k.contiguous()?, &v)?,
-                (None, Some(p)) => {
-                    // Each row's copy of its prompt's keys and values: the gradient of every
-                    // row flows back into the one prompt computation (index_select's backward
-                    // adds them up).
-                    let (pk, pv) = &p.layers[li];
-                    let pk = pk.index_select(&p.rows, 0)?;
-                    let pv = pv.index_select(&p.rows, 0)?;
-                    (Tensor::cat(&[&pk, &k], 2)?, Tensor::cat(&[&pv, &v], 2)?)
-                }
-                (None, None) => (k, v),
-            };
-            // GQA without materialising repeated keys: query head h uses kv head h / n_rep
-            // (HF `repeat_kv`), so group the n_rep query heads of one kv head along time.
-            let q = q.contiguous()?.reshape((b, nkv, n_rep * t, hd))?;
-            // A decode step (one position per row, no gradient): one fused pass.
-            // (Not in the fixed-order mode: `attend` runs there, on the same kernels as training.)
-            let decoded = if kernels == Kernels::Fused
-                && t == 1
-                && prefix.is_none()
-                && !mentor_kernels::deterministic()
-            {
-                crate::attention::decode(&q, &k, &v, mask, scale)?
-            } else {
-                None
-            };
-            let y = match decoded {
-                Some(y) => y,
-                None => Self::attend(&q, &k, &v, mask, &mask5, scale, kernels, fast)?,
-            };
-            let y = y.reshape((b, nh, t, hd))?;
-            let y = match packed {
-                Some(pk) => pk.pack_heads(&y)?,
-                None => y.transpose(1, 2)?.reshape((b, t, nh * hd))?,
-            };
-            x = (x + lin(&l.o, &y)?)?;
-            let down = self.mlp(&x, l, kernels, fast)?;
-            x = (x + down)?;
+            x = self.layer(li, l, x, &pass, cache.as_deref_mut(), prefix, record.as_deref_mut())?;
             if let Some(s) = stages.as_deref_mut() {
                 x = s.cut(li, x)?;
             }
         }
         Ok(x)
+    }
+
+    /// The batch's rows and columns `(B, T)`: `ids`' own, or, for packed rows (`ids` is
+    /// `[1, N]`, the real columns of a `[B, T]` batch, and every op but attention runs on
+    /// those `N` columns only), the packing's.
+    fn batch_shape(ids: &Tensor, packed: Option<&Packing>) -> Result<(usize, usize)> {
+        match packed {
+            Some(pk) => {
+                if ids.dims() != [1, pk.n] {
+                    return Err(Error::InvalidRequest(format!(
+                        "packed ids {:?}, expected [1, {}]",
+                        ids.dims(),
+                        pk.n
+                    )));
+                }
+                Ok((pk.b, pk.t))
+            }
+            None => Ok(ids.dims2()?),
+        }
+    }
+
+    /// The positions attended to before this call's: the cache's (reset first when it was
+    /// made for another layer count) or the shared prefix's (checked against the model and
+    /// the batch's `b` rows), else none.
+    fn past_len(
+        &self,
+        cache: Option<&mut KvCache>,
+        prefix: Option<&SharedPrefix>,
+        b: usize,
+    ) -> Result<usize> {
+        if let Some(c) = cache {
+            if c.layers.len() != self.layers.len() {
+                *c = KvCache::with_capacity(self.layers.len(), c.capacity);
+            }
+            return Ok(c.len());
+        }
+        let Some(p) = prefix else { return Ok(0) };
+        if p.layers.len() != self.layers.len() || p.rows.dims() != [b] {
+            return Err(Error::InvalidRequest(format!(
+                "shared prefix of {} layers for {:?} rows; the model has {} layers and the batch {b} rows",
+                p.layers.len(),
+                p.rows.dims(),
+                self.layers.len()
+            )));
+        }
+        p.len()
+    }
+
+    /// The token embeddings, `[B, T, hidden]` (`[1, N, hidden]` when packed). A staged pass
+    /// leaves the embedding's gradient to its stages (`crate::embed`).
+    fn embed_tokens(
+        &self,
+        ids: &Tensor,
+        stages: Option<&Stages>,
+        packed: Option<&Packing>,
+        b: usize,
+        t: usize,
+    ) -> Result<Tensor> {
+        let (xb, xt) = match packed {
+            Some(pk) => (1, pk.n),
+            None => (b, t),
+        };
+        let ids = ids.flatten_all()?;
+        let rows = match stages {
+            Some(s) if ops::supported(&self.embed) => {
+                crate::embed::embed_rows(&self.embed, &ids, s.embed_slot())?
+            }
+            _ => self.embed.index_select(&ids, 0)?,
+        };
+        Ok(rows.reshape((xb, xt, self.cfg.hidden_size))?)
+    }
+
+    /// One decoder layer on hidden states `x`: attention over the keys and values before
+    /// (`cache`, appended to, or `prefix`) and this call's, then the MLP, each added to the
+    /// residual stream. `record` receives this call's keys and values.
+    #[allow(clippy::too_many_arguments)]
+    fn layer(
+        &self,
+        li: usize,
+        l: &Layer,
+        x: Tensor,
+        p: &LayerPass<'_>,
+        cache: Option<&mut KvCache>,
+        prefix: Option<&SharedPrefix>,
+        record: Option<&mut Vec<(Tensor, Tensor)>>,
+    ) -> Result<Tensor> {
+        let (q, k, v) = self.qkv(l, &x, p)?;
+        if let Some(r) = record {
+            r.push((k.contiguous()?, v.clone()));
+        }
+        let (k, v) = match (cache, prefix) {
+            (Some(c), _) => c.append(li, &k.contiguous()?, &v)?,
+            (None, Some(pre)) => {
+                // Each row's copy of its prompt's keys and values: the gradient of every
+                // row flows back into the one prompt computation (index_select's backward
+                // adds them up).
+                let (pk, pv) = &pre.layers[li];
+                let pk = pk.index_select(&pre.rows, 0)?;
+                let pv = pv.index_select(&pre.rows, 0)?;
+                (Tensor::cat(&[&pk, &k], 2)?, Tensor::cat(&[&pv, &v], 2)?)
+            }
+            (None, None) => (k, v),
+        };
+        let y = self.attention(&q, &k, &v, p, prefix.is_none())?;
+        let x = (x + lin(&l.o, &y)?)?;
+        let down = self.mlp(&x, l, p.kernels, p.fast)?;
+        Ok((x + down)?)
+    }
+
+    /// A layer's queries, keys (both after RoPE) and values, `[B, heads, T, hd]`.
+    fn qkv(&self, l: &Layer, x: &Tensor, p: &LayerPass<'_>) -> Result<(Tensor, Tensor, Tensor)> {
+        let cfg = &self.cfg;
+        let (hd, nh, nkv) = (cfg.head_dim(), cfg.num_attention_heads, cfg.kv_heads());
+        // `[xb, xt, heads * hd]` -> `[B, heads, T, hd]` (padded again when packed: then one
+        // contiguous copy).
+        let heads = |y: Tensor, n: usize| -> Result<Tensor> {
+            match p.packed {
+                Some(pk) => pk.pad_heads(&y, n, hd),
+                None => Ok(y.reshape((p.b, p.t, n, hd))?.transpose(1, 2)?),
+            }
+        };
+        let h = self.rms(x, &l.ln1, p.kernels, p.fast)?;
+        let v = heads(lin(&l.v, &h)?, nkv)?.contiguous()?;
+        let (q, k) = match p.packed {
+            // Padded and rotated in one node (`crate::packing`) on the fast path.
+            Some(pk) if p.fast => (
+                pk.pad_heads_rope(&lin(&l.q, &h)?, nh, hd, &p.cos, &p.sin)?,
+                pk.pad_heads_rope(&lin(&l.k, &h)?, nkv, hd, &p.cos, &p.sin)?,
+            ),
+            _ => {
+                let q = heads(lin(&l.q, &h)?, nh)?;
+                let k = heads(lin(&l.k, &h)?, nkv)?;
+                (
+                    Self::rope(&q, &p.cos, &p.sin, p.kernels, p.fast)?,
+                    Self::rope(&k, &p.cos, &p.sin, p.kernels, p.fast)?,
+                )
+            }
+        };
+        Ok((q, k, v))
+    }
+
+    /// Attention's output before the output projection, `[B, T, heads * hd]` (`[1, N, ..]`
+    /// when packed), from `q` `[B, heads, T, hd]` and all keys and values `[B, kv_heads, Tk,
+    /// hd]`. `may_decode`: no shared prefix, so a one-position no-grad step may take the fused
+    /// decode pass.
+    fn attention(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        p: &LayerPass<'_>,
+        may_decode: bool,
+    ) -> Result<Tensor> {
+        let cfg = &self.cfg;
+        let (hd, nh, nkv) = (cfg.head_dim(), cfg.num_attention_heads, cfg.kv_heads());
+        let (b, t) = (p.b, p.t);
+        // GQA without materialising repeated keys: query head h uses kv head h / n_rep
+        // (HF `repeat_kv`), so group the n_rep query heads of one kv head along time.
+        let q = q.contiguous()?.reshape((b, nkv, (nh / nkv) * t, hd))?;
+        // A decode step (one position per row, no gradient): one fused pass.
+        // (Not in the fixed-order mode: `attend` runs there, on the same kernels as training.)
+        let decoded =
+            if p.kernels == Kernels::Fused && t == 1 && may_decode && !mentor_kernels::deterministic() {
+                crate::attention::decode(&q, k, v, p.mask, p.scale)?
+            } else {
+                None
+            };
+        let y = match decoded {
+            Some(y) => y,
+            None => Self::attend(&q, k, v, p.mask, &p.mask5, p.scale, p.kernels, p.fast)?,
+        };
+        let y = y.reshape((b, nh, t, hd))?;
+        Ok(match p.packed {
+            Some(pk) => pk.pack_heads(&y)?,
+            None => y.transpose(1, 2)?.reshape((b, t, nh * hd))?,
+        })
     }
 
     /// The rotary embedding's cosines and sines at `positions`, in the model's dtype. The
@@ -593,6 +669,21 @@ impl Model {
         };
         Ok(if fixed { matmul::bmm_t(&att, &v.t()?)? } else { att.matmul(v)? })
     }
+}
+
+/// What every layer of one [`Model::body`] call shares: the batch's shape and packing, the
+/// rotary tables, the masks, the attention scale and the kernels.
+struct LayerPass<'a> {
+    b: usize,
+    t: usize,
+    packed: Option<&'a Packing>,
+    cos: Tensor,
+    sin: Tensor,
+    mask: &'a Tensor,
+    mask5: Tensor,
+    scale: f64,
+    kernels: Kernels,
+    fast: bool,
 }
 
 /// What a [`Model::body`] call attends to before its own positions.
