@@ -13,7 +13,8 @@
 //! - `CollapseMonitor` → [`mentor_integration::CollapseMonitor`], `is_collapsed` →
 //!   [`mentor_integration::is_collapsed`] (collapse = no attempt passed);
 //! - `MentorStep` → [`mentor_integration::MentorStep`], the MENTOR step's state machine
-//!   (which groups get hints, the hinted prompts, escalation, assembly and credit), driven by
+//!   (which groups get hints, the hinted prompts, escalation, assembly and credit; the levels
+//!   it starts at from a `HintMemory` → [`mentor_integration::HintMemory`]), driven by
 //!   `MentorGRPOTrainer` through TRL's generation; `_plugin_process` runs
 //!   [`mentor_integration::Plugin::process`] over a scripted rollout (the tests' reference);
 //! - `Verdict` wraps [`mentor_core::Verdict`]; its `feedback` is the `feedback` object that
@@ -84,6 +85,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<monitor::PyCollapseMonitor>()?;
     m.add_function(wrap_pyfunction!(monitor::is_collapsed, m)?)?;
     m.add_class::<step::PyMentorStep>()?;
+    m.add_class::<step::PyHintMemory>()?;
     m.add_class::<step::PyAsk>()?;
     m.add_class::<step::PyHintedRequest>()?;
     m.add_class::<step::PyPlanRow>()?;

@@ -279,6 +279,49 @@ pub struct PyStepPlan {
     counts: Py<PyAny>,
 }
 
+/// The per-task hint memory the Rust trainer keeps (`mentor_integration::HintMemory`): the
+/// level that last rescued each task, where its next intervention starts, dropping by one after
+/// `fade_after` steps in which the task's group had a correct attempt. Pass one object to every
+/// step's `MentorStep(memory=...)`; the step reads its starting levels and records its rescues
+/// and the tasks solved unhinted, as the Rust plugin does.
+#[pyclass(name = "HintMemory", module = "mentor_rl")]
+pub struct PyHintMemory {
+    inner: mentor_integration::HintMemory,
+}
+
+#[pymethods]
+impl PyHintMemory {
+    #[new]
+    #[pyo3(signature = (fade_after = 1))]
+    fn py_new(fade_after: u32) -> Self {
+        Self { inner: mentor_integration::HintMemory::new(fade_after) }
+    }
+
+    /// The level remembered for `task_id` (1-3), or None.
+    fn level(&self, task_id: &str) -> Option<u8> {
+        self.inner.level(task_id).map(HintLevel::get)
+    }
+
+    /// The resumable state: `{task_id: entry}` dicts, as the Rust checkpoint keeps them.
+    fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(convert::ser_to_py(py, &self.inner.state())?.unbind())
+    }
+
+    /// Continues from a saved `state()`.
+    fn restore(&mut self, state: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.restore(convert::de_from_py(state, "state")?);
+        Ok(())
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("HintMemory({} tasks)", self.inner.len())
+    }
+}
+
 /// The MENTOR step of one batch, as the Rust trainer takes it (`mentor_integration::MentorStep`):
 /// the collapsed groups in; the hints to ask for; the hinted prompts to sample; their outcomes
 /// back; escalation rounds; then the assembled rows and their credit.
@@ -287,13 +330,18 @@ pub struct PyStepPlan {
 /// `groups` one dict per group of the batch: `prompt` (a str or chat messages), `rewards`,
 /// and for a collapsed group `attempts` (texts), `verdicts` and `task` (a mentor task dict);
 /// `collapsed` the collapsed groups' indices (the monitor's), `event_active` the collapse
-/// event, `max_level` the top escalation level.
+/// event, `max_level` the top escalation level. With `memory` (a `HintMemory`), every group
+/// not collapsed counts as its task solved unhinted, each task's first level is the memory's,
+/// and `finish()` records the rescues: then give every group a `task` with its `id`, since the
+/// memory is keyed by it.
 #[pyclass(name = "MentorStep", module = "mentor_rl")]
 pub struct PyMentorStep {
     inner: Option<MentorStep>,
     shapes: Vec<Shape>,
     /// Every request handed out: (attempt, group).
     requests: Vec<(usize, usize)>,
+    /// The hint memory the step reads and records into, and each group's task id.
+    memory: Option<(Py<PyHintMemory>, Vec<String>)>,
 }
 
 impl PyMentorStep {
@@ -308,13 +356,14 @@ impl PyMentorStep {
 #[pymethods]
 impl PyMentorStep {
     #[new]
-    #[pyo3(signature = (intervention, groups, collapsed, *, event_active = false, max_level = 3))]
+    #[pyo3(signature = (intervention, groups, collapsed, *, event_active = false, max_level = 3, memory = None))]
     fn py_new(
         intervention: &Bound<'_, PyAny>,
         groups: Vec<Bound<'_, PyAny>>,
         collapsed: Vec<usize>,
         event_active: bool,
         max_level: u8,
+        memory: Option<Bound<'_, PyHintMemory>>,
     ) -> PyResult<Self> {
         let config = config_from_py(intervention)?;
         let top = level_from(max_level, "max_level")?;
@@ -325,10 +374,31 @@ impl PyMentorStep {
             step_groups.push(sg);
             shapes.push(shape);
         }
-        let memory = mentor_integration::HintMemory::new(1);
-        let inner =
-            MentorStep::new(config, step_groups, &collapsed, event_active, &memory, top).map_err(invalid)?;
-        Ok(Self { inner: Some(inner), shapes, requests: Vec::new() })
+        let ids: Vec<String> = step_groups.iter().map(|g| g.task.id.clone()).collect();
+        let inner = match &memory {
+            Some(m) => {
+                let mut m = m.borrow_mut();
+                // As `Plugin::process`: a group with a correct attempt is its task solved
+                // unhinted, before any start level is read.
+                for (k, id) in ids.iter().enumerate() {
+                    if !collapsed.contains(&k) {
+                        m.inner.solved_unhinted(id);
+                    }
+                }
+                MentorStep::new(config, step_groups, &collapsed, event_active, &m.inner, top)
+            }
+            None => {
+                let fresh = mentor_integration::HintMemory::new(config.memory_fade_after);
+                MentorStep::new(config, step_groups, &collapsed, event_active, &fresh, top)
+            }
+        }
+        .map_err(invalid)?;
+        Ok(Self {
+            inner: Some(inner),
+            shapes,
+            requests: Vec::new(),
+            memory: memory.map(|m| (m.unbind(), ids)),
+        })
     }
 
     /// What the step needs: `"hints"`, `"samples"` or `"done"`.
@@ -459,6 +529,14 @@ impl PyMentorStep {
             Ok(p) => p,
             Err(e) => return Err(invalid(e)),
         };
+        if let Some((memory, ids)) = &self.memory {
+            let mut memory = memory.borrow_mut(py);
+            for r in &plan.rescues {
+                if let Some(id) = ids.get(r.group) {
+                    memory.inner.rescued(id, r.hint.level);
+                }
+            }
+        }
         let rows = PyList::empty(py);
         for r in &plan.rows {
             rows.append(Py::new(py, PyPlanRow::of(r, &self.requests))?)?;
@@ -546,9 +624,12 @@ fn text_of(ids: &[u32]) -> String {
 /// dict) and `completions` (its unhinted texts); `policy(rows) -> texts` answers the hinted
 /// prompts (each row: the hinted prompt's last message, then the forced prefix). Returns the rows (`prompt` messages,
 /// `context` and `completion` texts, `given_tokens`, `behaviour`, `reward`, `baseline`,
-/// `group`, `hint_level`), the sampled requests and the intervention records.
+/// `group`, `hint_level`), the sampled requests and the intervention records. With `steps`
+/// above 1 the same plug-in processes the same groups that many times (its hint memory and
+/// collapse monitor carry over), and what is returned is the last step's.
 #[pyfunction]
-#[pyo3(signature = (mentor, intervention, groups, policy, *, monitor = None))]
+#[pyo3(signature = (mentor, intervention, groups, policy, *, monitor = None, steps = 1))]
+#[allow(clippy::too_many_arguments)]
 pub fn _plugin_process<'py>(
     py: Python<'py>,
     mentor: &Bound<'py, PyAny>,
@@ -556,6 +637,7 @@ pub fn _plugin_process<'py>(
     groups: Vec<Bound<'py, PyAny>>,
     policy: Bound<'py, PyAny>,
     monitor: Option<(usize, f64, f64)>,
+    steps: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = config_from_py(intervention)?;
     let verifier = mentor_verify_math::MathVerifier::default();
@@ -596,6 +678,12 @@ pub fn _plugin_process<'py>(
     let mentor = rust_mentor(mentor)?;
     let mut plugin = Plugin::new(Strategy::Intervene { mentor: Box::new(Shared(mentor)), config }, monitor);
     let mut rollout = Script { policy, seen: Vec::new() };
+    for _ in 1..steps.max(1) {
+        plugin
+            .process(input.clone(), &mut rollout, &verifier, None)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    }
+    let before = rollout.seen.len();
     let out = plugin
         .process(input, &mut rollout, &verifier, None)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -617,8 +705,7 @@ pub fn _plugin_process<'py>(
             })
         })
         .collect();
-    let requests: Vec<serde_json::Value> = rollout
-        .seen
+    let requests: Vec<serde_json::Value> = rollout.seen[before..]
         .iter()
         .map(|(p, prefix, n)| json!({"prompt": p, "assistant_prefix": prefix, "n": n}))
         .collect();

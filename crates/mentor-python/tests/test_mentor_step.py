@@ -68,12 +68,13 @@ def dataset_rows():
     ]
 
 
-def rust_step(settings, mentor):
+def rust_step(settings, mentor, steps=1):
     groups = [
         {"task": {"question": q, "answer": a, "id": f"t{k}"}, "completions": UNHINTED[k]}
         for k, (q, a) in enumerate(zip(QUESTIONS, GOLDS))
     ]
-    return _native._plugin_process(mentor, mtrl.Intervention(**settings).step_config(G), groups, make_policy())
+    config = mtrl.Intervention(**settings).step_config(G)
+    return _native._plugin_process(mentor, config, groups, make_policy(), steps=steps)
 
 
 class SameBatch(unittest.TestCase):
@@ -86,7 +87,7 @@ class SameBatch(unittest.TestCase):
         sys.modules.pop("mentor_rl.trl", None)
         self.Trainer = importlib.import_module("mentor_rl.trl").MentorGRPOTrainer
 
-    def python_step(self, settings, mentor):
+    def python_step(self, settings, mentor, steps=1):
         trainer = self.Trainer(
             reward_funcs=[mtrl.MathReward(threads=1)],
             num_generations=G,
@@ -102,17 +103,20 @@ class SameBatch(unittest.TestCase):
             return ids, [[-0.25] * len(c) for c in ids]  # as vLLM gives them: `stripped_is` reads them
 
         trainer._generate_single_turn = with_logprobs
-        out = trainer._generate_and_score_completions(dataset_rows())
+        for _ in range(steps):
+            calls = len(trainer.generated)
+            out = trainer._generate_and_score_completions(dataset_rows())
         metrics = {k: v[-1] for k, v in trainer._metrics["train"].items()}
+        trainer.last_step_calls = trainer.generated[calls:]
         return trainer, out, metrics
 
-    def check(self, **settings):
-        rust = rust_step(settings, mentor_rl.Mentor("rules"))
-        trainer, out, m = self.python_step(settings, mentor_rl.Mentor("rules"))
+    def check(self, steps=1, **settings):
+        rust = rust_step(settings, mentor_rl.Mentor("rules"), steps=steps)
+        trainer, out, m = self.python_step(settings, mentor_rl.Mentor("rules"), steps=steps)
         decode = trainer._tokenizer.batch_decode
-        # The same hinted prompts (and forced prefixes), in the same order.
+        # The same hinted prompts (and forced prefixes), in the same order (the last step's).
         want = [r["prompt"] + (r["assistant_prefix"] or "") for r in rust["requests"] for _ in range(r["n"])]
-        got = [row for call in trainer.generated[1:] for row in call]
+        got = [row for call in trainer.last_step_calls[1:] for row in call]
         self.assertEqual(got, want)
         # The same rows: prompt (with any forced prefix left in the context), completion, credit.
         plan = trainer._mentor_plan
@@ -158,6 +162,16 @@ class SameBatch(unittest.TestCase):
     def test_no_escalation_and_a_rollout_budget(self):
         self.check(credit="in_context", escalate=False, max_extra_rollouts=4)
 
+    def test_hint_memory_carries_over_to_the_next_step(self):
+        # Step 1 rescues t0 at level 1 and t2 at level 3 (after two failed rounds); both
+        # collapse again in step 2, where t2 starts at its remembered level 3 (a fresh memory
+        # would start it at 1, and the scripted policy would then be rescued at level 1).
+        rust, _ = self.check(steps=2, credit="prefix")
+        self.assertEqual(rust["metrics"]["levels_used"], {"1": 1, "3": 1})
+        trainer, _, _ = self.python_step({"credit": "prefix"}, mentor_rl.Mentor("rules"), steps=2)
+        memory = trainer._memory
+        self.assertEqual((len(memory), memory.level("t0"), memory.level("t1"), memory.level("t2")), (2, 1, None, 3))
+
 
 class Machine(unittest.TestCase):
     """:class:`mentor_rl.MentorStep` driven by hand."""
@@ -201,6 +215,38 @@ class Machine(unittest.TestCase):
         self.assertEqual(plan.interventions[0]["rescued"], True)
         with self.assertRaisesRegex(ValueError, "finished"):
             step.finish()
+
+    def test_memory_starts_levels_records_rescues_and_fades(self):
+        config = mtrl.Intervention(credit="in_context", memory_fade_after=1).step_config(G)
+        memory = mentor_rl.HintMemory(fade_after=1)
+        groups = self.groups("2 + 3?")
+        groups[0]["task"]["id"] = "two-plus-three"
+        groups[1]["task"] = {"question": "1 + 1?", "answer": "2", "id": "one-plus-one"}
+
+        def rescue_at(step, level):
+            (ask,) = step.asks()
+            self.assertEqual(ask.level, level)
+            step.answer([{"hint": {"level": level, "text": "add", "solution_prefix": None, "source": "mentor"}}])
+            step.feed([[1.0] + [0.0] * (G - 1)], [[True] + [False] * (G - 1)])
+            return step.finish()
+
+        step = mentor_rl.MentorStep(config, groups, [0], memory=memory, max_level=2)
+        (ask,) = step.asks()
+        step.answer([None])  # level 1 says nothing: level 2 rescues
+        rescue_at(step, 2)
+        self.assertEqual((len(memory), memory.level("two-plus-three")), (1, 2))
+        # Collapsed again: it starts at the remembered level.
+        rescue_at(mentor_rl.MentorStep(config, groups, [0], memory=memory), 2)
+        # Solved unhinted once (not collapsed): with fade_after=1 the level drops to 1.
+        solved = mentor_rl.MentorStep(config, groups, [], memory=memory)
+        self.assertEqual(solved.need, "done")
+        solved.finish()
+        self.assertEqual(memory.level("two-plus-three"), 1)
+        rescue_at(mentor_rl.MentorStep(config, groups, [0], memory=memory), 1)
+        # The state round-trips.
+        again = mentor_rl.HintMemory()
+        again.restore(memory.state())
+        self.assertEqual((len(again), again.level("two-plus-three")), (1, 1))
 
     def test_bad_input_is_a_value_error(self):
         config = mtrl.Intervention().step_config(G)

@@ -91,6 +91,7 @@ class InterventionSettings(unittest.TestCase):
         cfg = mtrl.Intervention()
         self.assertEqual((cfg.trigger, cfg.start_level, cfg.assembly, cfg.credit), ("per_group", 1, "replace", "prefix"))
         self.assertEqual(cfg.hint_template, "\n\nHint: {hint}")
+        self.assertEqual(cfg.memory_fade_after, 1)
 
     def test_bad_settings_name_the_field(self):
         for kwargs, field in [
@@ -101,6 +102,7 @@ class InterventionSettings(unittest.TestCase):
             ({"start_level": 3, "max_level": 2}, "start_level"),
             ({"max_groups": -1}, "max_groups"),
             ({"hint_template": "no placeholder"}, "hint_template"),
+            ({"memory_fade_after": 0}, "memory_fade_after"),
         ]:
             with self.assertRaisesRegex(ValueError, field, msg=str(kwargs)):
                 mtrl.Intervention(**kwargs)

@@ -13,7 +13,8 @@ mentor-verify-code, mentor-agents and mentor-integration), compiled into ``mento
   its rule: a group collapsed when none of its attempts passed (correctness, not reward);
 - :class:`MentorStep` is the Rust trainer's MENTOR step as a state machine (which groups get
   hints, the hinted prompts, escalation, assembly and credit), for a trainer that generates
-  on its own (``mentor_rl.trl.MentorGRPOTrainer`` drives it through TRL).
+  on its own (``mentor_rl.trl.MentorGRPOTrainer`` drives it through TRL), with a
+  :class:`HintMemory` kept across steps for the levels each task starts at.
 
 Each verdict's ``feedback`` is the dict ``mentor verify math`` / ``mentor verify code`` print.
 """
@@ -21,6 +22,7 @@ Each verdict's ``feedback`` is the dict ``mentor verify math`` / ``mentor verify
 from ._native import (
     CodeSandbox,
     CollapseMonitor,
+    HintMemory,
     HintedRequest,
     Mentor,
     MentorError,
@@ -44,6 +46,7 @@ from ._native import (
 __all__ = [
     "CodeSandbox",
     "CollapseMonitor",
+    "HintMemory",
     "HintedRequest",
     "Mentor",
     "MentorError",

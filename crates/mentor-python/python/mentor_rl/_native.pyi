@@ -433,6 +433,18 @@ class StepPlan:
     @property
     def counts(self) -> Dict[str, Any]: ...
 
+class HintMemory:
+    """The per-task hint memory the Rust trainer keeps (``mentor_integration::HintMemory``): the
+    level that last rescued each task, where its next intervention starts, dropping by one after
+    ``fade_after`` steps in which the task's group had a correct attempt. Pass one object to
+    every step's ``MentorStep(memory=...)``."""
+
+    def __init__(self, fade_after: int = 1) -> None: ...
+    def level(self, task_id: str) -> Optional[int]: ...
+    def state(self) -> Dict[str, Dict[str, Any]]: ...
+    def restore(self, state: Mapping[str, Mapping[str, Any]]) -> None: ...
+    def __len__(self) -> int: ...
+
 class MentorStep:
     """The MENTOR step of one batch, the Rust trainer's own (``mentor_integration::MentorStep``):
     which collapsed groups get hints, the hinted prompts, escalation, rescue, assembly and
@@ -444,7 +456,9 @@ class MentorStep:
     (:meth:`mentor_rl.trl.Intervention.step_config` writes it); ``groups`` one dict per group of
     the batch: ``prompt`` (a str or chat messages), ``rewards``, and for a collapsed group
     ``attempts``, ``verdicts`` and ``task`` (a mentor task dict); ``collapsed`` the collapsed
-    groups (the monitor's ``collapsed``)."""
+    groups (the monitor's ``collapsed``). With ``memory``, every group not collapsed counts as
+    its task solved unhinted, each task starts at the memory's level, and :meth:`finish`
+    records the rescues; every group then needs a ``task`` with its ``id``."""
 
     def __init__(
         self,
@@ -454,6 +468,7 @@ class MentorStep:
         *,
         event_active: bool = False,
         max_level: int = 3,
+        memory: Optional[HintMemory] = None,
     ) -> None: ...
     @property
     def need(self) -> Literal["hints", "samples", "done"]: ...

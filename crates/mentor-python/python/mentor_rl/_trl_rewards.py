@@ -242,6 +242,9 @@ class Intervention:
       ``"{prompt}\n\nHint: {hint}"``). A blank hint (the ``retry`` control) leaves the prompt
       as it is;
     - ``window``, ``raise_above``, ``clear_below``: the collapse monitor;
+    - ``memory_fade_after``: the per-task hint memory (the Rust trainer's): a task starts at
+      the level that last rescued it, one level lower after this many steps in which its group
+      had a correct attempt;
     - ``correctness``: what says a completion is *correct*, which alone decides that a group
       collapsed (no completion correct) and that a hinted group was rescued (one correct),
       while the advantages keep the trainer's weighted, shaped reward. The ``__name__`` of one
@@ -268,6 +271,7 @@ class Intervention:
     window: int = 3
     raise_above: float = 0.5
     clear_below: float = 0.25
+    memory_fade_after: int = 1
     correctness: Union[None, str, Callable[..., Sequence[Any]]] = None
 
     def __post_init__(self) -> None:
@@ -283,6 +287,8 @@ class Intervention:
             raise ValueError(f"start_level ({self.start_level}) is above max_level ({self.max_level})")
         if self.max_groups < 0 or self.keep_unhinted < 0:
             raise ValueError("max_groups and keep_unhinted: expected >= 0")
+        if self.memory_fade_after < 1:
+            raise ValueError("memory_fade_after: expected >= 1")
         if self.max_extra_rollouts is not None and self.max_extra_rollouts < 0:
             raise ValueError("max_extra_rollouts: expected >= 0 or None")
         if "{prompt}" in self.hint_template:
@@ -314,6 +320,7 @@ class Intervention:
             "assembly": assembly,
             "credit": self.credit,
             "hint_format": template,
+            "memory_fade_after": self.memory_fade_after,
             "hinted_in_context": False,
         }
 

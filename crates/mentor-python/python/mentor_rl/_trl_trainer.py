@@ -48,11 +48,15 @@ processes before they are logged.
 
 Differences from the Rust trainer, where TRL's batch cannot express it: the hinted group has
 ``num_generations`` attempts (TRL's groups have a fixed size); ``augment`` and
-``hinted_in_context`` are not offered (the batch size is fixed); there is no per-task hint
-memory yet; rewards are scored once inside the rollout (to find collapsed groups) and again by
-TRL for the final rows, so a reward function runs twice on the unhinted rows it keeps.
+``hinted_in_context`` are not offered (the batch size is fixed); the per-task hint memory
+(:class:`mentor_rl.HintMemory`, keyed by the dataset's ``id`` column, else by the question's
+text) lives on each process for its own groups and is not saved in TRL's checkpoints, so a
+resumed run starts it empty; rewards are scored once inside the rollout (to find collapsed
+groups) and again by TRL for the final rows, so a reward function runs twice on the unhinted
+rows it keeps.
 """
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -69,7 +73,7 @@ from accelerate.utils import gather_object  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 from trl.data_utils import is_conversational  # noqa: E402
 
-from ._native import CollapseMonitor, HintedRequest, MentorStep, StepAsk  # noqa: E402
+from ._native import CollapseMonitor, HintedRequest, HintMemory, MentorStep, StepAsk  # noqa: E402
 from ._trl_rewards import Intervention, _resolve_correctness, prompt_text  # noqa: E402
 
 __all__ = ["MentorGRPOTrainer"]
@@ -159,6 +163,9 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         self._collapse = CollapseMonitor(
             window=intervention.window, raise_above=intervention.raise_above, clear_below=intervention.clear_below
         )
+        # The level each task's next intervention starts at, kept across steps as the Rust
+        # trainer's plugin keeps it (the step reads and records it).
+        self._memory = HintMemory(intervention.memory_fade_after)
         self._mentor_plan: Optional[List[_Row]] = None
         self._mentor_last_rewards: Optional[torch.Tensor] = None
         # Rows of each hinted generate call on this process (padding included): the same list
@@ -240,22 +247,25 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         tasks: Dict[int, Dict[str, Any]] = {}
         if self.mentor is not None:
             collapsed = [k for k in report["collapsed"] if k < groups]
-            tasks = {k: self._task(inputs[k * g], prompts[k * g]) for k in collapsed}
+            # Every group's task: the memory counts the solved ones and is keyed by task id.
+            tasks = {k: self._task(inputs[k * g], prompts[k * g]) for k in range(groups)}
+            failed = set(collapsed)
             step = MentorStep(
                 self.intervention.step_config(g),
                 [
                     {
                         "prompt": prompts[k * g],
                         "rewards": rewards[k * g : (k + 1) * g],
-                        "task": tasks.get(k),
-                        "attempts": texts[k * g : (k + 1) * g] if k in tasks else None,
-                        "verdicts": verdicts[k * g : (k + 1) * g] if k in tasks and verdicts is not None else None,
+                        "task": tasks[k],
+                        "attempts": texts[k * g : (k + 1) * g] if k in failed else None,
+                        "verdicts": verdicts[k * g : (k + 1) * g] if k in failed and verdicts is not None else None,
                     }
                     for k in range(groups)
                 ],
                 collapsed,
                 event_active=bool(report["event_active"]),
                 max_level=self.intervention.max_level,
+                memory=self._memory,
             )
         self._mentor_self_cost = [0, 0, 0]
         attempts: List[_Attempt] = []
@@ -584,8 +594,12 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         if not isinstance(question, str) or not question:
             question = prompt_text(prompt) or ""
         task["question"] = question
+        # The hint memory's key: the dataset's id, else the question's text (never one id
+        # shared by every task).
         if row.get("id") is not None:
             task["id"] = str(row["id"])
+        else:
+            task["id"] = "question/" + hashlib.sha256(question.encode("utf-8")).hexdigest()[:16]
         if row.get("tests") is not None:
             task["tests"] = row["tests"]
             # The columns CodeReward reads, under the task dict's names (one task record).
