@@ -135,10 +135,15 @@ fn one_experiment(
 /// here.
 fn templates(args: &ExperimentArgs, results: &[ResultFile]) -> experiment::Templates {
     let mut out = experiment::Templates::new();
-    let seeds: std::collections::BTreeMap<u64, &str> =
-        results.iter().map(|r| (r.seed, r.arm.as_str())).collect();
-    for (seed, arm) in seeds {
-        let named = run_config(args, arm, seed).and_then(|cfg| {
+    let seeds: std::collections::BTreeMap<u64, &ResultFile> = results.iter().map(|r| (r.seed, r)).collect();
+    for (seed, r) in seeds {
+        let named = run_config(args, &r.arm, seed).and_then(|cfg| {
+            // Only the config the runs were made under names their problems.
+            let hash =
+                experiment::config_hash(&toml::to_string_pretty(&cfg).context("writing the config as TOML")?);
+            if hash != r.config_hash {
+                anyhow::bail!("this config (hash {}) is not the runs' ({})", &hash[..12], r.config_hash);
+            }
             mentor_trainer::train::load_tasks(&cfg)
                 .with_context(|| format!("loading seed {seed}'s evaluation sets"))
         });
