@@ -37,6 +37,7 @@ mod rescue;
 mod tidy;
 mod trl;
 mod venv;
+mod verl;
 
 use std::path::PathBuf;
 
@@ -160,6 +161,18 @@ enum Command {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Test the `mentor-rl` verl plug-in (`mentor_rl.verl.MentorAgentLoopManager`, the MENTOR
+    /// step inside verl 0.9's agent-loop workers) on the CPU: a scripted rollout server, a real
+    /// TransferQueue, verl's GRPO advantages and rollout correction (verl venv pinned and
+    /// hash-checked, created on first use). No GPU.
+    Verl {
+        /// Only the plug-in's tests (without verl's own CPU tests of what it relies on).
+        #[arg(long)]
+        quick: bool,
+        /// Extra arguments for pytest (after `--`), e.g. `-- -k prefix`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
     /// Run a comparison benchmark against its peer (installed into a private venv).
     Bench {
         /// Which bench.
@@ -216,6 +229,7 @@ fn main() {
         Command::Trl { quick, trl, args } => {
             assets::setup().and_then(|dir| trl::run_trl(&dir, &trl::Which::parse(&trl), quick, &args))
         }
+        Command::Verl { quick, args } => assets::setup().and_then(|dir| verl::run_verl(&dir, quick, &args)),
         Command::Python { bench } => assets::setup().and_then(|dir| python::run_command(&dir, bench)),
     };
     if let Err(e) = result {

@@ -61,7 +61,7 @@ const OLDEST_VENV: &str = "trl-1.15.0-torch-2.15.0";
 
 /// `requirements` (a hash-pinned requirements file) without the block of `name==...` (its line
 /// and the `--hash` continuation lines under it).
-fn without_requirement(requirements: &str, name: &str) -> String {
+pub(crate) fn without_requirement(requirements: &str, name: &str) -> String {
     let mut out = Vec::new();
     let mut skipping = false;
     for line in requirements.lines() {

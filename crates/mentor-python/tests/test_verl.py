@@ -1,10 +1,13 @@
 """mentor_rl.verl.compute_score, verl's custom reward function (no verl needed)."""
 
 import json
+import re
 import unittest
 
 import mentor_rl
-from mentor_rl import verl
+from mentor_rl import _verl_compat, verl
+
+from _support import REPO
 
 
 class ComputeScore(unittest.TestCase):
@@ -56,6 +59,50 @@ class ComputeScore(unittest.TestCase):
             verl.compute_score("x", "1", None)
         with self.assertRaises(ValueError):
             verl.compute_score("x", "1", {"tests": "t", "format": "junit", "entry_point": "f"})
+
+
+class PluginFence(unittest.TestCase):
+    """The verl plug-in's fence, without verl (its own tests, tests/verl_plugin/, run in the verl venv
+    by `cargo xtask verl`)."""
+
+    def test_computing_a_reward_imports_no_verl(self):
+        import sys
+
+        verl.compute_score("gsm8k", "#### 18", "18")
+        self.assertNotIn("mentor_rl._verl_worker", sys.modules)
+
+    def test_the_plugin_needs_verl(self):
+        if _verl_compat.installed_version("verl") is not None:
+            self.skipTest("verl is installed here")
+        with self.assertRaisesRegex(ImportError, r'verl.*pip install "mentor-rl\[verl\]"'):
+            _verl_compat.check_versions()
+        with self.assertRaises(ImportError):
+            verl.MentorAgentLoopManager  # noqa: B018
+        with self.assertRaises(AttributeError):
+            verl.NoSuchName  # noqa: B018
+
+    def test_the_verl_extra_and_entry_point_match_the_fence(self):
+        path = REPO / "crates/mentor-python/pyproject.toml"
+        if not path.is_file():
+            self.skipTest(f"{path} not found (set MENTOR_REPO)")
+        text = path.read_text(encoding="utf-8")
+        extra = re.search(r"^verl\s*=\s*\[(.*?)\]", text, re.S | re.M)
+        self.assertIsNotNone(extra, "an extra named verl")
+        pins = re.findall(r'"([^"]+)"', extra.group(1))
+        self.assertEqual(pins, [f"{name}{_verl_compat._spec(name)}" for name in _verl_compat.SUPPORTED])
+        self.assertRegex(text, r'\[project\.entry-points\."verl\.plugins"\]\nmentor_rl = "mentor_rl\._verl_compat"')
+
+    def test_the_readme_lists_every_private_name(self):
+        path = REPO / "crates/mentor-python/README.md"
+        if not path.is_file():
+            self.skipTest(f"{path} not found (set MENTOR_REPO)")
+        text = path.read_text(encoding="utf-8")
+        names = [*_verl_compat.PRIVATE_METHODS, *_verl_compat.PRIVATE_ATTRIBUTES, _verl_compat.MANAGER_ATTRIBUTE]
+        names += [_verl_compat.RAY_ACTOR_CLASS]
+        for name in names:
+            self.assertIn(f"`{name}`", text)
+        for name in _verl_compat.SUPPORTED:
+            self.assertIn(f"{name}{_verl_compat._spec(name)}", text)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,12 @@ The score is the verdict's reward in [0, 1]. The sandbox is started once per pro
 first code response (it needs the runtime ``cargo xtask setup`` installs; see
 :class:`mentor_rl.CodeSandbox`). A sandbox failure scores 0, as the Rust trainer does, so one
 unjudgeable task does not stop a run; bad ground truth raises ValueError.
+
+The MENTOR step inside verl (``>=0.9,<0.10``) is named from here too, loaded only when asked
+for (``mentor_rl._verl_worker``, which needs verl): ``MentorAgentLoopManager`` (the agent-loop
+manager class of ``+actor_rollout_ref.rollout.agent.agent_loop_manager_class``) and
+``MentorReplayBuffer`` / ``MentorReplayBufferAsync`` (the ``mentor/*`` metrics, a custom
+sampler). See the package README, "verl".
 """
 
 import json
@@ -31,6 +37,17 @@ from typing import Any, Dict, Optional
 from mentor_rl._native import CodeSandbox, Verdict, verify_math
 
 __all__ = ["compute_score", "verdict"]
+
+_PLUGIN = ("MentorAgentLoopManager", "MentorAgentLoopWorker", "MentorReplayBuffer", "MentorReplayBufferAsync", "MentorSettings")
+
+
+def __getattr__(name: str) -> Any:
+    # The plug-in's classes, imported on first use: computing a reward needs no verl.
+    if name in _PLUGIN:
+        from mentor_rl import _verl_worker
+
+        return getattr(_verl_worker, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _SANDBOX: Optional[CodeSandbox] = None
 _LOCK = threading.Lock()
