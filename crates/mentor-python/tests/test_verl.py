@@ -81,6 +81,20 @@ class PluginFence(unittest.TestCase):
         with self.assertRaises(AttributeError):
             verl.NoSuchName  # noqa: B018
 
+    def test_another_verl_is_refused_with_what_to_install(self):
+        from unittest import mock
+
+        for have in ("0.8.5", "0.10.0"):
+            versions = {"verl": have, "transferqueue": "0.1.11"}
+            with mock.patch.object(_verl_compat, "installed_version", versions.get):
+                with self.assertRaisesRegex(ImportError, rf"verl {have}.*verl>=0\.9,<0\.10.*mentor-rl\[verl\]"):
+                    _verl_compat.check_versions()
+                with mock.patch.dict("os.environ", {_verl_compat.UNCHECKED_ENV: "1"}):
+                    with self.assertWarns(RuntimeWarning):
+                        _verl_compat.check_versions()
+        with mock.patch.object(_verl_compat, "installed_version", {"verl": "0.9.1", "transferqueue": "0.1.11"}.get):
+            _verl_compat.check_versions()  # the tested pair passes
+
     def test_the_verl_extra_and_entry_point_match_the_fence(self):
         path = REPO / "crates/mentor-python/pyproject.toml"
         if not path.is_file():
