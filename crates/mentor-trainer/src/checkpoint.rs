@@ -58,6 +58,24 @@ fn checkpoints(run: &Path) -> PathBuf {
     run.join("checkpoints")
 }
 
+/// Removes the checkpoints of a finished run (they only serve to resume it), leaving its
+/// `final/` model and its records. Refuses a run without a `final/` model: one that has not
+/// finished still needs them. Returns whether there were any.
+pub fn remove_finished(run: &Path) -> Result<bool> {
+    let dir = checkpoints(run);
+    if !run.join("final").is_dir() {
+        return Err(Error::Config {
+            file: run.display().to_string(),
+            message: "the run has no final/ model: it has not finished, and its checkpoints resume it".into(),
+        });
+    }
+    if !dir.is_dir() {
+        return Ok(false);
+    }
+    std::fs::remove_dir_all(&dir).map_err(Error::io(&dir))?;
+    Ok(true)
+}
+
 /// The file's SHA-256, read in a stream: the optimizer's state is as large as two copies of
 /// the weights, and read whole it would be the run's peak memory.
 fn sha256_file(path: &Path) -> Result<String> {
@@ -209,4 +227,26 @@ pub fn load(dir: &Path) -> Result<Loaded> {
     }
     let optimizer = OptimizerState { step: state.optimizer_steps, first_moments, second_moments };
     Ok(Loaded { dir: dir.to_path_buf(), policy, optimizer, state })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_finished_runs_checkpoints_are_removed() {
+        let run = tempfile::tempdir().unwrap();
+        let step = checkpoints(run.path()).join("step-000010");
+        std::fs::create_dir_all(&step).unwrap();
+        std::fs::write(step.join("model.safetensors"), b"weights").unwrap();
+        // Not finished: kept, and the error says why.
+        let e = remove_finished(run.path()).unwrap_err().to_string();
+        assert!(e.contains("not finished"), "{e}");
+        assert!(step.is_dir());
+        // Finished: removed, the final model kept.
+        std::fs::create_dir_all(run.path().join("final")).unwrap();
+        assert!(remove_finished(run.path()).unwrap());
+        assert!(!checkpoints(run.path()).exists() && run.path().join("final").is_dir());
+        assert!(!remove_finished(run.path()).unwrap());
+    }
 }
