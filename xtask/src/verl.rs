@@ -90,7 +90,7 @@ pub fn run_verl(dir: &AssetDir, quick: bool, extra: &[String]) -> Result<()> {
     )?;
     let tests = repo_root().join("crates/mentor-python/tests/verl_plugin");
     eprintln!("==> verl: the plug-in's CPU tests ({})", tests.display());
-    run(&mut pytest(&py, &site, &tests).arg(&tests).args(extra), "the verl plug-in tests")?;
+    run(pytest(&py, &site, &tests).arg(&tests).args(extra), "the verl plug-in tests")?;
     if !quick {
         let verl_site = site_packages(&venv)?;
         eprintln!(
