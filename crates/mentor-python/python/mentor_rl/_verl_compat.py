@@ -92,7 +92,8 @@ RUN_PROMPT_SHA256 = {
 plug-in was checked against. What it relies on in that method: session ``i`` started as a task
 (``asyncio.create_task``, which copies the caller's context) running
 ``_run_agent_loop(run_sampling_params, ..., session_id=i, **prompt)`` for ``i < n``, ``n`` the
-prompt's ``__rollout_n__`` or ``rollout.n``; the terminal status (``finished``, or ``failure``
+prompt's ``__rollout_n__`` or ``rollout.n`` (it pops ``__rollout_n__`` and ``__do_sample__`` from
+the row, the rest goes to every session); the terminal status (``finished``, or ``failure``
 when a session raised) written on the prompt's key ``uid`` only after every session task
 settled (the replay buffer samples a group only after that write)."""
 

@@ -318,7 +318,8 @@ class MentorAgentLoopWorker(_Base):
             return await super()._run_prompt(prompt, sampling_params, trajectory, trace)
         group = _Sessions(
             expected=prompt.get("__rollout_n__", self.config.actor_rollout_ref.rollout.n),
-            prompt={k: v for k, v in prompt.items() if not (k.startswith("__") and k.endswith("__"))},
+            # The row as verl's sessions get it (it pops these two before starting them).
+            prompt={k: v for k, v in prompt.items() if k not in ("__rollout_n__", "__do_sample__")},
             trajectory=trajectory,
             trace=trace,
         )
