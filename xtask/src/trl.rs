@@ -198,7 +198,7 @@ fn run_one(
 }
 
 /// `<venv>/lib/python3.X/site-packages`.
-fn site_packages(venv: &std::path::Path) -> Result<std::path::PathBuf> {
+pub(crate) fn site_packages(venv: &std::path::Path) -> Result<std::path::PathBuf> {
     let lib = venv.join("lib");
     let entries = std::fs::read_dir(&lib).with_context(|| format!("cannot read {}", lib.display()))?;
     entries

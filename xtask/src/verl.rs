@@ -92,7 +92,7 @@ pub fn run_verl(dir: &AssetDir, quick: bool, extra: &[String]) -> Result<()> {
     eprintln!("==> verl: the plug-in's CPU tests ({})", tests.display());
     run(pytest(&py, &site, &tests).arg(&tests).args(extra), "the verl plug-in tests")?;
     if !quick {
-        let verl_site = site_packages(&venv)?;
+        let verl_site = crate::trl::site_packages(&venv)?;
         eprintln!(
             "==> verl: verl 0.9.1's own CPU tests of advantages, rollout correction, agent-loop outputs"
         );
@@ -114,16 +114,6 @@ fn pytest(py: &Path, site: &Path, cwd: &Path) -> Command {
         // The plug-in's import-time checks must pass: no escape hatch in the check.
         .env_remove("MENTOR_RL_UNCHECKED_VERL");
     cmd
-}
-
-/// `<venv>/lib/python3.X/site-packages`.
-fn site_packages(venv: &Path) -> Result<PathBuf> {
-    let lib = venv.join("lib");
-    let entries = std::fs::read_dir(&lib).with_context(|| format!("cannot read {}", lib.display()))?;
-    entries
-        .filter_map(|e| e.ok().map(|e| e.path().join("site-packages")))
-        .find(|p| p.is_dir())
-        .with_context(|| format!("no python*/site-packages under {}", lib.display()))
 }
 
 #[cfg(test)]

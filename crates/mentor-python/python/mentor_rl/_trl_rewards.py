@@ -6,6 +6,7 @@ signature (:class:`MathReward`, :class:`CodeReward`), the MENTOR step's settings
 imports them from here: the two modules do not import each other's code at import time.
 """
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
@@ -331,6 +332,12 @@ class Intervention:
         if unknown:
             raise ValueError(f"intervention: unknown settings {unknown}")
         return cls(**data)
+
+
+def task_key(question: str) -> str:
+    """The hint memory's key of a task that has no id: a hash of its question's text (never one
+    key shared by every task)."""
+    return "question/" + hashlib.sha256(question.encode("utf-8")).hexdigest()[:16]
 
 
 def _is_correct(value: Any) -> bool:

@@ -56,7 +56,6 @@ groups) and again by TRL for the final rows, so a reward function runs twice on 
 rows it keeps.
 """
 
-import hashlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -74,7 +73,7 @@ from trl import GRPOTrainer  # noqa: E402
 from trl.data_utils import is_conversational  # noqa: E402
 
 from ._native import CollapseMonitor, HintedRequest, HintMemory, MentorStep, StepAsk  # noqa: E402
-from ._trl_rewards import Intervention, _resolve_correctness, prompt_text  # noqa: E402
+from ._trl_rewards import Intervention, _resolve_correctness, prompt_text, task_key  # noqa: E402
 
 __all__ = ["MentorGRPOTrainer"]
 
@@ -599,7 +598,7 @@ class MentorGRPOTrainer(compat.trainer_base(GRPOTrainer)):
         if row.get("id") is not None:
             task["id"] = str(row["id"])
         else:
-            task["id"] = "question/" + hashlib.sha256(question.encode("utf-8")).hexdigest()[:16]
+            task["id"] = task_key(question)
         if row.get("tests") is not None:
             task["tests"] = row["tests"]
             # The columns CodeReward reads, under the task dict's names (one task record).

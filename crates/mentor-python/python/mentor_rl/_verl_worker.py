@@ -46,7 +46,6 @@ reward function verl uses); the reward workers' scores are the rewards.
 
 import asyncio
 import contextvars
-import hashlib
 import logging
 import os
 import time
@@ -65,7 +64,7 @@ from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopManagerTQ  # noqa: E402
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync  # noqa: E402
 
 from ._native import HintMemory, Mentor, MentorStep, Refinement, StaticHints  # noqa: E402
-from ._trl_rewards import Intervention, prompt_text  # noqa: E402
+from ._trl_rewards import Intervention, prompt_text, task_key  # noqa: E402
 from .verl import _code_spec, verdict  # noqa: E402
 
 _Base = compat.worker_base()
@@ -273,7 +272,7 @@ def _task(prompt: Dict[str, Any]) -> Dict[str, Any]:
         question = prompt_text(_messages(prompt["raw_prompt"])) or ""
     task: Dict[str, Any] = {"question": question}
     key = extra.get("id") if isinstance(extra, dict) else None
-    task["id"] = str(key) if key is not None else "question/" + hashlib.sha256(question.encode("utf-8")).hexdigest()[:16]
+    task["id"] = str(key) if key is not None else task_key(question)
     gold = (prompt.get("reward_model") or {}).get("ground_truth")
     if hasattr(gold, "item") and callable(gold.item):
         gold = gold.item()
