@@ -11,7 +11,9 @@
 //! For a set whose problems name their template (the held-out family's), also a t interval
 //! over templates: each template's mean paired difference over its problems and the seeds,
 //! with templates as the unit — the unit a held-out claim generalises over. The intervals
-//! are 95% per contrast, with no correction for the contrasts' number.
+//! are 95% per contrast, with no correction for the contrasts' number; beside them, the
+//! problem-clustered interval's bootstrap p-value, Holm-adjusted over the set's registered
+//! contrasts ([`REGISTERED`]: `mentor` − `vanilla`, `retry`, `random_step`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -302,7 +304,20 @@ pub struct ArmContrast {
     /// Templates in `by_template` (0: not measured).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub templates: usize,
+    /// The two-sided bootstrap p-value of `by_problem` ([`stats::paired_difference_p`], the
+    /// same resamples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_by_problem: Option<f64>,
+    /// `p_by_problem` Holm-adjusted over the set's registered contrasts ([`REGISTERED`]);
+    /// `None` for a contrast outside that family.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_holm: Option<f64>,
 }
+
+/// The arms `mentor` is compared with in issue 58's plan, the family a set's p-values are
+/// Holm-adjusted over; a contrast with any other arm (e.g. the one-seed `dapo`) is reported
+/// beside them, outside the family.
+pub const REGISTERED: [&str; 3] = ["vanilla", "retry", "random_step"];
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -481,8 +496,9 @@ pub fn pool(results: &[ResultFile], templates: &Templates, bootstrap: usize, see
                 let by_seed = t_interval(&per_seed.iter().map(|p| p.1).collect::<Vec<_>>());
                 let template_means: Vec<f64> = by_name.values().map(|(d, n)| d / *n as f64).collect();
                 let by_template = t_interval(&template_means);
-                let by_problem =
-                    stats::paired_difference(&a, &b, &stats::clustered_resamples(&clusters, bootstrap, seed));
+                let resamples = stats::clustered_resamples(&clusters, bootstrap, seed);
+                let by_problem = stats::paired_difference(&a, &b, &resamples);
+                let p_by_problem = stats::paired_difference_p(&a, &b, &resamples);
                 let passk_by_problem = (!ka.is_empty())
                     .then(|| {
                         stats::paired_difference(
@@ -500,8 +516,20 @@ pub fn pool(results: &[ResultFile], templates: &Templates, bootstrap: usize, see
                     passk_by_problem,
                     templates: if by_template.is_some() { template_means.len() } else { 0 },
                     by_template,
+                    p_by_problem,
+                    p_holm: None,
                 });
             }
+        }
+        let family: Vec<usize> = (0..contrasts.len())
+            .filter(|&i| {
+                REGISTERED.contains(&contrasts[i].other.as_str()) && contrasts[i].p_by_problem.is_some()
+            })
+            .collect();
+        let adjusted =
+            stats::holm(&family.iter().filter_map(|&i| contrasts[i].p_by_problem).collect::<Vec<_>>());
+        for (&i, p) in family.iter().zip(adjusted) {
+            contrasts[i].p_holm = Some(p);
         }
         out.push(SetPooled { set: set.to_string(), arms: arm_rows, contrasts });
     }
@@ -699,8 +727,13 @@ pub fn markdown(p: &Pooled) -> String {
         s.push_str("**The runs do not share one config**: they are not one experiment.\n\n");
     }
     if p.sets.iter().any(|set| set.contrasts.len() > 1) {
-        s.push_str(
-            "Each interval is 95% for its own contrast, not corrected for the number of contrasts.\n\n",
+        let _ = writeln!(
+            s,
+            "Each interval is 95% for its own contrast, not corrected for the number of contrasts. \
+             The last column's p-value goes with the problem-clustered interval (bootstrap, the \
+             same resamples) and is Holm-adjusted, within its set, over the registered contrasts \
+             (`mentor` − {}); a contrast with another arm has none.\n",
+            REGISTERED.join(", ")
         );
     }
     for set in &p.sets {
@@ -734,7 +767,7 @@ pub fn markdown(p: &Pooled) -> String {
             };
             let _ = writeln!(
                 s,
-                "\n| mentor − | per seed | by seed (t, 95%) | by problem (clustered, 95%) |{tcol}{kcol}\n|---|---|---|---|{}{}",
+                "\n| mentor − | per seed | by seed (t, 95%) | by problem (clustered, 95%) |{tcol}{kcol} p (Holm) |\n|---|---|---|---|{}{}---|",
                 if templates > 0 { "---|" } else { "" },
                 if k.is_some() { "---|" } else { "" }
             );
@@ -754,6 +787,7 @@ pub fn markdown(p: &Pooled) -> String {
                 if k.is_some() {
                     let _ = write!(s, " {} |", interval(c.passk_by_problem));
                 }
+                let _ = write!(s, " {} |", c.p_holm.map_or_else(|| "–".into(), |p| format!("{p:.3}")));
                 s.push('\n');
             }
         }
@@ -855,6 +889,34 @@ mod tests {
         assert!(markdown(&p).contains("| vanilla | s0 +0.500, s1 +0.000 |"));
         assert!(c.by_template.is_none() && c.templates == 0);
         assert!(!markdown(&p).contains("by template"));
+        // A family of one: Holm leaves its p-value as it is.
+        assert!(c.p_by_problem.is_some() && c.p_holm == c.p_by_problem);
+    }
+
+    /// `mentor` against `vanilla` (+3 of 40 problems), `retry` (+10 of 40) and `dapo` (+10):
+    /// the registered two are Holm-adjusted as a family (the smaller p doubled, the larger
+    /// kept, neither above the other), and `dapo`, outside the family, gets none.
+    #[test]
+    fn the_registered_contrasts_are_holm_adjusted_and_others_are_not() {
+        let mentor: Vec<bool> = (0..40).map(|i| i < 20).collect();
+        let shifted = |k: usize| -> Vec<bool> { (0..40).map(|i| i < 20 - k).collect() };
+        let results = [
+            result("mentor", 0, &mentor),
+            result("vanilla", 0, &shifted(3)),
+            result("retry", 0, &shifted(10)),
+            result("dapo", 0, &shifted(10)),
+        ];
+        let p = pool(&results, &Templates::new(), 999, 5);
+        let c = |arm: &str| p.sets[0].contrasts.iter().find(|c| c.other == arm).unwrap().clone();
+        let (v, r, d) = (c("vanilla"), c("retry"), c("dapo"));
+        let raw = [v.p_by_problem.unwrap(), r.p_by_problem.unwrap()];
+        assert!(raw[1] < 0.01 && raw[0] > raw[1], "{raw:?}");
+        assert_eq!(r.p_holm, Some((2.0 * raw[1]).min(1.0)));
+        assert_eq!(v.p_holm, Some(raw[0].max(2.0 * raw[1]).min(1.0)));
+        assert!(d.p_by_problem.is_some() && d.p_holm.is_none());
+        let md = markdown(&p);
+        assert!(md.contains("Holm-adjusted") && md.contains("| p (Holm) |"), "{md}");
+        assert!(md.lines().any(|l| l.starts_with("| dapo | s0 +0.250 |") && l.ends_with("| – |")), "{md}");
     }
 
     /// The same runs with problems 0, 1 of template `a` and 2, 3 of `b` on both seeds. Paired

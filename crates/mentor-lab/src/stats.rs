@@ -3,7 +3,7 @@
 //! resampled with replacement, the same resamples for every arm) for differences between arms
 //! measured on the same problems. Where items come in clusters (several items of one problem or
 //! one template), `clustered_resamples` resamples whole clusters instead, for the same
-//! `paired_difference`. For paired pass/fail outcomes, `mcnemar_exact` gives the exact two-sided
+//! `paired_difference`, and `paired_difference_p` the p-value that goes with its interval. For paired pass/fail outcomes, `mcnemar_exact` gives the exact two-sided
 //! McNemar p-value, and `holm` adjusts a family of p-values for multiple comparisons
 //! (Holm–Bonferroni).
 
@@ -137,6 +137,32 @@ pub fn quantile(values: &mut [f64], q: f64) -> f64 {
 /// The mean of `a[i] - b[i]` over the items, with the 2.5% and 97.5% quantiles of that mean
 /// over `resamples` (each a list of item indices): `[d, lo, hi]`. `None` without items.
 pub fn paired_difference(a: &[f64], b: &[f64], resamples: &[Vec<usize>]) -> Option<[f64; 3]> {
+    let (d, mut boot) = bootstrap_means(a, b, resamples)?;
+    if boot.is_empty() {
+        return Some([d, d, d]);
+    }
+    let lo = quantile(&mut boot, 0.025);
+    let hi = quantile(&mut boot, 0.975);
+    Some([d, lo, hi])
+}
+
+/// The two-sided percentile-bootstrap p-value of the mean of `a[i] - b[i]` over the same
+/// `resamples` as [`paired_difference`]: with `B` resamples, of which `below` have a mean at or
+/// under 0 and `above` at or over 0, `min(1, 2·(1 + min(below, above)) / (1 + B))`. It falls
+/// under 0.05 about when the 95% interval leaves out 0, so it can be adjusted over a family
+/// ([`holm`]) without a second test. `None` without items or resamples.
+pub fn paired_difference_p(a: &[f64], b: &[f64], resamples: &[Vec<usize>]) -> Option<f64> {
+    let (_, boot) = bootstrap_means(a, b, resamples)?;
+    if boot.is_empty() {
+        return None;
+    }
+    let below = boot.iter().filter(|m| **m <= 0.0).count();
+    let above = boot.iter().filter(|m| **m >= 0.0).count();
+    Some((2.0 * (1 + below.min(above)) as f64 / (1 + boot.len()) as f64).min(1.0))
+}
+
+/// The mean paired difference and its mean in each resample (`None` without items).
+fn bootstrap_means(a: &[f64], b: &[f64], resamples: &[Vec<usize>]) -> Option<(f64, Vec<f64>)> {
     if a.is_empty() || a.len() != b.len() {
         return None;
     }
@@ -150,13 +176,7 @@ pub fn paired_difference(a: &[f64], b: &[f64], resamples: &[Vec<usize>]) -> Opti
         s / n.max(1) as f64
     };
     let d = mean(&mut (0..diff.len()));
-    if resamples.is_empty() {
-        return Some([d, d, d]);
-    }
-    let mut boot: Vec<f64> = resamples.iter().map(|r| mean(&mut r.iter().copied())).collect();
-    let lo = quantile(&mut boot, 0.025);
-    let hi = quantile(&mut boot, 0.975);
-    Some([d, lo, hi])
+    Some((d, resamples.iter().map(|r| mean(&mut r.iter().copied())).collect()))
 }
 
 #[cfg(test)]
@@ -212,6 +232,29 @@ mod tests {
         assert!(close(lo, 0.025) && close(hi, 0.975), "{lo} {hi}");
         assert_eq!(paired_difference(&[], &[], &r), None);
         assert_eq!(paired_difference(&[1.0], &[1.0, 0.0], &r), None);
+    }
+
+    #[test]
+    fn bootstrap_p_values_count_the_resamples_on_each_side_of_zero() {
+        // Hand-made resamples of differences [1, 0]: means 1, 0.5, 0. At or under 0: 1; at or
+        // over 0: 3. p = 2 · (1 + 1) / (1 + 3) = 1.
+        let r = vec![vec![0, 0], vec![0, 1], vec![1, 1]];
+        assert_eq!(paired_difference_p(&[1.0, 0.0], &[0.0, 0.0], &r), Some(1.0));
+        // Differences [1, 1, -1] and resamples with means 1, 1, 1/3, -1/3: under 0: 1 of 4,
+        // over: 3. p = 2 · 2 / 5 = 0.8.
+        let r = vec![vec![0, 1, 0], vec![1, 1, 0], vec![0, 1, 2], vec![2, 2, 0]];
+        let p = paired_difference_p(&[1.0, 1.0, 0.0], &[0.0, 0.0, 1.0], &r).unwrap();
+        assert!(close(p, 0.8), "{p}");
+        // The same difference everywhere: no resample at or under 0, so p is the floor
+        // 2 / (1 + B), and the 95% interval leaves out 0.
+        let r = resamples(4, 999, 3);
+        let p = paired_difference_p(&[1.0; 4], &[0.0; 4], &r).unwrap();
+        assert!(close(p, 2.0 / 1000.0), "{p}");
+        // No difference at all: every resample's mean is 0, on both sides: p = 1.
+        let r0 = vec![vec![0, 1], vec![1, 1]];
+        assert_eq!(paired_difference_p(&[1.0, 0.0], &[1.0, 0.0], &r0), Some(1.0));
+        assert_eq!(paired_difference_p(&[1.0], &[0.0], &[]), None);
+        assert_eq!(paired_difference_p(&[], &[], &r), None);
     }
 
     #[test]
