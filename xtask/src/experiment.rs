@@ -4,7 +4,8 @@
 //! `docs/results/edge/sweep/`; the arms then run only at the rate the sweep's rule chose, which
 //! the preset must carry. Runs whose result file exists are not run again; an interrupted run
 //! resumes from its checkpoint (under `runs/edge/`, out of git); every finished result is
-//! pooled into `docs/results/edge/pooled.md` and the learning curves' SVGs.
+//! pooled into `docs/results/edge/pooled.md` and the learning curves' SVGs. Without `--arms`
+//! and `--seeds` it runs the four main arms on seeds 0-2, then `dapo` on seed 0.
 
 use std::path::Path;
 use std::time::Instant;
@@ -20,13 +21,17 @@ pub const SWEEP_RATES: &str = "3e-6,1e-5,3e-5,1e-4";
 pub const SWEEP_STEPS: usize = 40;
 
 const PRESET: &str = "edge-smollm2";
+/// The default plan, in order: the four main arms on three seeds, then `dapo` (dynamic
+/// sampling, the baseline TRL and verl users reach for) on seed 0 only, as issue 58 asks. Each
+/// pass pools every result file there is.
+const PASSES: [(&str, &str); 2] = [("vanilla,retry,mentor,random_step", "0,1,2"), ("dapo", "0")];
 const RESULTS: &str = "docs/results/edge";
 
 /// What to run.
 pub struct Plan<'a> {
     /// The sweep instead of the arms.
     pub sweep: bool,
-    /// Arms (empty: the four main arms).
+    /// Arms (empty: the four main arms; with `seeds` empty too, also `dapo` on seed 0).
     pub arms: &'a [String],
     /// Seeds (empty: 0, 1, 2).
     pub seeds: &'a [u64],
@@ -42,7 +47,6 @@ pub fn experiment(plan: &Plan<'_>) -> Result<()> {
     eprintln!("==> cargo build --workspace --bins");
     run(cargo().args(["build", "--workspace", "--bins"]), "cargo build --bins")?;
     let root = repo_root();
-    let list = |v: Vec<String>| v.join(",");
     let mut args: Vec<String> =
         vec!["--threads".into(), "2".into(), "experiment".into(), "--config".into(), PRESET.into()];
     args.extend(["--commit".into(), commit(&root)]);
@@ -65,35 +69,55 @@ pub fn experiment(plan: &Plan<'_>) -> Result<()> {
         ] {
             args.extend(["--set".into(), set]);
         }
+    } else if !plan.pool_only {
+        check_rate(&root)?;
+    }
+    let passes: Vec<Vec<String>> = if plan.sweep {
+        vec![Vec::new()]
     } else {
-        if !plan.pool_only {
-            check_rate(&root)?;
-        }
-        let arms = if plan.arms.is_empty() {
-            "vanilla,retry,mentor,random_step".to_string()
-        } else {
-            list(plan.arms.to_vec())
-        };
-        let seeds = if plan.seeds.is_empty() {
-            "0,1,2".to_string()
-        } else {
-            list(plan.seeds.iter().map(u64::to_string).collect())
-        };
-        args.extend(["--arms".into(), arms, "--seeds".into(), seeds]);
-        args.extend(["--results".into(), RESULTS.into(), "--runs".into(), "runs/edge".into()]);
-    }
-    if plan.pool_only {
-        args.push("--pool-only".into());
-    }
-    args.extend(plan.extra.iter().cloned());
+        passes(plan)
+            .into_iter()
+            .map(|(arms, seeds)| {
+                let results = [RESULTS, "--runs", "runs/edge"].map(String::from);
+                ["--arms".into(), arms, "--seeds".into(), seeds, "--results".into()]
+                    .into_iter()
+                    .chain(results)
+                    .collect()
+            })
+            .collect()
+    };
     let bin = target_dir().join("debug").join(format!("mentor{}", std::env::consts::EXE_SUFFIX));
-    eprintln!("==> mentor {}", args.join(" "));
     let t0 = Instant::now();
-    let mut cmd = std::process::Command::new(bin);
-    cmd.current_dir(&root).args(&args).env(mentor_core::assets::HOME_VAR, assets.root());
-    run(&mut cmd, "mentor experiment")?;
+    for pass in passes {
+        let mut args = args.clone();
+        args.extend(pass);
+        if plan.pool_only {
+            args.push("--pool-only".into());
+        }
+        args.extend(plan.extra.iter().cloned());
+        eprintln!("==> mentor {}", args.join(" "));
+        let mut cmd = std::process::Command::new(&bin);
+        cmd.current_dir(&root).args(&args).env(mentor_core::assets::HOME_VAR, assets.root());
+        run(&mut cmd, "mentor experiment")?;
+    }
     eprintln!("==> experiment done in {:.1} min", t0.elapsed().as_secs_f64() / 60.0);
     Ok(())
+}
+
+/// The `(arms, seeds)` of each `mentor experiment` pass of the arms: [`PASSES`] when the plan
+/// names neither (pooling alone needs one pass: it reads every result file), else one pass of
+/// what it names, the main plan's for what it leaves out.
+fn passes(plan: &Plan<'_>) -> Vec<(String, String)> {
+    if plan.arms.is_empty() && plan.seeds.is_empty() && !plan.pool_only {
+        return PASSES.iter().map(|(a, s)| (a.to_string(), s.to_string())).collect();
+    }
+    let arms = if plan.arms.is_empty() { PASSES[0].0.to_string() } else { plan.arms.join(",") };
+    let seeds = if plan.seeds.is_empty() {
+        PASSES[0].1.to_string()
+    } else {
+        plan.seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+    };
+    vec![(arms, seeds)]
 }
 
 /// The arms run at the sweep's choice only: the preset's `grpo.learning_rate` must be the rate
@@ -165,7 +189,22 @@ fn commit(root: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::preset_rate;
+    use super::{passes, preset_rate, Plan};
+
+    fn plan<'a>(arms: &'a [String], seeds: &'a [u64], pool_only: bool) -> Plan<'a> {
+        Plan { sweep: false, arms, seeds, pool_only, extra: &[] }
+    }
+
+    #[test]
+    fn the_default_plan_runs_the_main_arms_then_dapo_on_seed_0() {
+        let main = || ("vanilla,retry,mentor,random_step".to_string(), "0,1,2".to_string());
+        assert_eq!(passes(&plan(&[], &[], false)), vec![main(), ("dapo".into(), "0".into())]);
+        assert_eq!(passes(&plan(&[], &[], true)), vec![main()], "pooling reads every file in one pass");
+        let dapo = ["dapo".to_string()];
+        assert_eq!(passes(&plan(&dapo, &[], false)), vec![("dapo".into(), "0,1,2".into())]);
+        let (arms, _) = main();
+        assert_eq!(passes(&plan(&[], &[1, 2], false)), vec![(arms, "1,2".into())]);
+    }
 
     #[test]
     fn the_rate_is_read_from_the_grpo_table_only() {
