@@ -182,7 +182,7 @@ fn run_one(
             "==> trl: Math-Verify 0.9.0 (pinned, hash-checked) in a private venv, timed as a peer reward"
         );
         let mv = crate::venv::ensure(dir, "math-verify-0.9.0", &mv_req)?;
-        cmd.arg("--math-verify-site").arg(site_packages(&mv)?);
+        cmd.arg("--math-verify-site").arg(crate::venv::site_packages(&mv)?);
     }
     run(&mut cmd, &format!("the TRL {label} integration run"))?;
     eprintln!("==> trl {label}: summary in {}", out.join(&summary).display());
@@ -195,16 +195,6 @@ fn run_one(
         eprintln!("==> trl {label}: summary in {}", out.join(&ddp).display());
     }
     Ok(())
-}
-
-/// `<venv>/lib/python3.X/site-packages`.
-pub(crate) fn site_packages(venv: &std::path::Path) -> Result<std::path::PathBuf> {
-    let lib = venv.join("lib");
-    let entries = std::fs::read_dir(&lib).with_context(|| format!("cannot read {}", lib.display()))?;
-    entries
-        .filter_map(|e| e.ok().map(|e| e.path().join("site-packages")))
-        .find(|p| p.is_dir())
-        .with_context(|| format!("no python*/site-packages under {}", lib.display()))
 }
 
 #[cfg(test)]

@@ -52,3 +52,13 @@ pub fn ensure(dir: &AssetDir, name: &str, requirements: &str) -> Result<PathBuf>
     std::fs::write(&marker, &want)?;
     Ok(venv)
 }
+
+/// `<venv>/lib/python3.X/site-packages`.
+pub fn site_packages(venv: &std::path::Path) -> Result<PathBuf> {
+    let lib = venv.join("lib");
+    let entries = std::fs::read_dir(&lib).with_context(|| format!("cannot read {}", lib.display()))?;
+    entries
+        .filter_map(|e| e.ok().map(|e| e.path().join("site-packages")))
+        .find(|p| p.is_dir())
+        .with_context(|| format!("no python*/site-packages under {}", lib.display()))
+}

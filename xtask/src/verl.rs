@@ -92,7 +92,7 @@ pub fn run_verl(dir: &AssetDir, quick: bool, extra: &[String]) -> Result<()> {
     eprintln!("==> verl: the plug-in's CPU tests ({})", tests.display());
     run(pytest(&py, &site, &tests).arg(&tests).args(extra), "the verl plug-in tests")?;
     if !quick {
-        let verl_site = crate::trl::site_packages(&venv)?;
+        let verl_site = crate::venv::site_packages(&venv)?;
         eprintln!(
             "==> verl: verl 0.9.1's own CPU tests of advantages, rollout correction, agent-loop outputs"
         );
