@@ -61,6 +61,9 @@ fn the_missing_runs_train_and_the_result_files_pool_alone() {
     let start_rows = start["rows"].as_array().unwrap().clone();
     assert_eq!(start_rows.len(), 1);
     for arm in ["vanilla", "mentor"] {
+        let run = root.path().join(format!("runs/{arm}-s0"));
+        assert!(run.join("final").is_dir(), "{arm}: the final model stays");
+        assert!(!run.join("checkpoints").exists(), "{arm}: a finished run's checkpoints are removed");
         let evals: Vec<serde_json::Value> =
             std::fs::read_to_string(root.path().join(format!("runs/{arm}-s0/eval.jsonl")))
                 .unwrap()

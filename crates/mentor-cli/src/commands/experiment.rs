@@ -264,6 +264,10 @@ fn one(
     };
     let result = ResultFile::of_run(&run, meta);
     mentor_trainer::jsonl::write_json(file, &result)?;
+    // The result file holds what the experiment needs; the checkpoints (3.1 GB for a
+    // SmolLM2 run) only served to resume it. Its final model stays.
+    mentor_trainer::checkpoint::remove_finished(&run_dir)
+        .with_context(|| format!("removing the finished run's checkpoints in {}", run_dir.display()))?;
     eprintln!("experiment: {name} done → {}", file.display());
     Ok(())
 }
