@@ -64,9 +64,9 @@ fn checkpoints(run: &Path) -> PathBuf {
 pub fn remove_finished(run: &Path) -> Result<bool> {
     let dir = checkpoints(run);
     if !run.join("final").is_dir() {
-        return Err(Error::Config {
-            file: run.display().to_string(),
-            message: "the run has no final/ model: it has not finished, and its checkpoints resume it".into(),
+        return Err(Error::Checkpoint {
+            path: dir,
+            message: "kept: the run has no final/ model, so it has not finished and these resume it".into(),
         });
     }
     if !dir.is_dir() {
